@@ -1,0 +1,47 @@
+"""Everything that touches a phone: the Device protocol, its records, and backends.
+
+``device_farm`` never imports ``planner_runtime``. Records are frozen dataclasses; the
+:class:`Device` protocol is what harness tools, verifiers and the pool program against, so the
+same code drives a real phone, an emulator and the built-in virtual phone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    command: str
+    output: str
+    exit_code: int
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    serial: str
+    model: str
+    sdk: int
+    width: int
+    height: int
+
+
+@runtime_checkable
+class Device(Protocol):
+    """A phone reachable for shell, UI hierarchy and input."""
+
+    serial: str
+
+    def connect(self) -> None: ...
+    def close(self) -> None: ...
+    def info(self) -> DeviceInfo: ...
+    def shell(self, command: str | Sequence[str], *, timeout: float = 20.0) -> ShellResult: ...
+    def dump_hierarchy(self) -> str: ...
+    def click(self, x: int, y: int) -> None: ...
+    def set_text(self, selector: dict, text: str) -> None: ...
+    def press(self, key: str) -> None: ...

@@ -1,0 +1,146 @@
+"""AdbDevice: a phone reached through an adb server (adbutils) and its uiautomator2 server.
+
+adbutils speaks the adb host protocol; UI calls go to the on-device uiautomator2 JSON-RPC
+server over one kept-alive ``tcp:9008`` stream (:mod:`device_farm.u2rpc`). uiautomator2 itself
+is used only for setup (pushing its jar and starting the server) when the server is not already
+answering. Every adb or transport failure surfaces as a :mod:`device_farm.errors` subclass.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import socket
+from typing import Any, Sequence
+
+import adbutils
+
+from device_farm import DeviceInfo, ShellResult
+from device_farm.errors import DeviceOffline, DeviceTimeout, UiServerDown
+from device_farm.hierarchy import Screen, parse_hierarchy
+from device_farm.u2rpc import HttpOverStream, JsonRpcClient
+
+log = logging.getLogger(__name__)
+
+UI_SERVER_PORT = 9008
+
+
+def list_serials(adb_host: str = "127.0.0.1", adb_port: int = 5037) -> list[str]:
+    """Serials of the devices the adb server lists as ready (state ``device``)."""
+    client = adbutils.AdbClient(host=adb_host, port=adb_port, socket_timeout=5)
+    try:
+        return [d.serial for d in client.list() if d.state == "device"]
+    except adbutils.AdbError as exc:
+        raise DeviceOffline(f"adb server {adb_host}:{adb_port} unreachable: {exc}") from exc
+
+
+class AdbDevice:
+    """One phone behind an adb server. Constructing it does no I/O; call :meth:`connect`."""
+
+    def __init__(
+        self, serial: str, *, adb_host: str = "127.0.0.1", adb_port: int = 5037, ui_port: int = UI_SERVER_PORT
+    ) -> None:
+        self.serial = serial
+        self.adb_host, self.adb_port, self.ui_port = adb_host, adb_port, ui_port
+        self._dev: adbutils.AdbDevice | None = None
+        self._http: HttpOverStream | None = None
+        self._rpc: JsonRpcClient | None = None
+        self._u2_server: Any = None  # keeps uiautomator2's launcher (and its shell stream) alive
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def connect(self) -> None:
+        client = adbutils.AdbClient(host=self.adb_host, port=self.adb_port, socket_timeout=20)
+        dev = client.device(self.serial)
+        try:
+            state = dev.get_state()
+        except adbutils.AdbError as exc:
+            raise DeviceOffline(f"{self.serial}: {exc}") from exc
+        if state != "device":
+            raise DeviceOffline(f"{self.serial} is {state}, not ready")
+        self._dev = dev
+        self._http = HttpOverStream(self._open_ui_socket)
+        self._rpc = JsonRpcClient(self._http)
+        if not self._rpc.ping():
+            self._start_ui_server()
+
+    def _open_ui_socket(self) -> socket.socket:
+        try:
+            return self._adb.create_connection(adbutils.Network.TCP, self.ui_port)
+        except adbutils.AdbError as exc:
+            raise DeviceOffline(f"{self.serial}: cannot open tcp:{self.ui_port}: {exc}") from exc
+
+    def _start_ui_server(self) -> None:
+        from uiautomator2.core import BasicUiautomatorServer  # heavy import, only for setup
+
+        log.info("starting the uiautomator2 server on %s", self.serial)
+        try:
+            self._u2_server = BasicUiautomatorServer(self._adb, self.ui_port)
+        except Exception as exc:  # uiautomator2 raises a variety of its own errors here
+            raise UiServerDown(f"{self.serial}: could not start the uiautomator2 server: {exc}") from exc
+        if not self.rpc.ping():
+            raise UiServerDown(f"{self.serial}: uiautomator2 server does not answer /ping")
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+        self._http = self._rpc = self._dev = None
+
+    def __enter__(self) -> AdbDevice:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def _adb(self) -> adbutils.AdbDevice:
+        if self._dev is None:
+            raise DeviceOffline(f"{self.serial}: not connected")
+        return self._dev
+
+    @property
+    def rpc(self) -> JsonRpcClient:
+        if self._rpc is None:
+            raise DeviceOffline(f"{self.serial}: not connected")
+        return self._rpc
+
+    # -- Device protocol -------------------------------------------------------------------
+    def shell(self, command: str | Sequence[str], *, timeout: float = 20.0) -> ShellResult:
+        text = command if isinstance(command, str) else shlex.join(command)
+        try:
+            ret = self._adb.shell2(text, timeout=timeout, v2=True)
+        except adbutils.AdbTimeout as exc:
+            raise DeviceTimeout(f"{self.serial}: shell {text!r} timed out after {timeout}s") from exc
+        except (adbutils.AdbError, OSError) as exc:
+            raise DeviceOffline(f"{self.serial}: shell failed: {exc}") from exc
+        return ShellResult(command=text, output=ret.output, exit_code=ret.returncode)
+
+    def info(self) -> DeviceInfo:
+        data = self.rpc.call("deviceInfo")
+        return DeviceInfo(
+            serial=self.serial,
+            model=str(data.get("productName", "")),
+            sdk=int(data.get("sdkInt", 0)),
+            width=int(data.get("displayWidth", 0)),
+            height=int(data.get("displayHeight", 0)),
+        )
+
+    def dump_hierarchy(self) -> str:
+        return self.rpc.call("dumpWindowHierarchy", False, 50)
+
+    def observe(self) -> Screen:
+        return parse_hierarchy(self.dump_hierarchy())
+
+    def click(self, x: int, y: int) -> None:
+        self.rpc.call("click", int(x), int(y))
+
+    def set_text(self, selector: dict, text: str) -> None:
+        """Replace the text of the element matching ``selector`` (a uiautomator selector dict).
+
+        The text travels as JSON to the UI server, never through the device's shell, so quotes,
+        metacharacters, newlines and emoji arrive exactly as given.
+        """
+        self.rpc.call("setText", selector, text)
+
+    def press(self, key: str) -> None:
+        self.rpc.call("pressKey", key)

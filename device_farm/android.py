@@ -1,0 +1,141 @@
+"""Android operations written once over any :class:`~device_farm.Device`: intents, content
+providers, launching apps and reading the foreground window.
+
+These use only what a real phone offers through ``adb shell`` (``am``, ``content``, ``monkey``,
+``dumpsys``), so app tools and verifiers behave the same on a real phone, an emulator and the
+virtual phone. Arguments are passed as argv lists and quoted by the backend, never spliced into
+a shell string.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from device_farm import Device
+from device_farm.errors import AppNotInstalled, ShellCommandError
+
+_ROW = re.compile(r"^Row: \d+ (.*)$")
+_FIELD_SPLIT = re.compile(r", (?=[A-Za-z_][A-Za-z0-9_]*=)")
+_FOCUS = re.compile(r"mCurrentFocus=Window\{\S+ \S+ ([^/\s}]+)/?([^\s}]*)\}")
+
+
+@dataclass(frozen=True)
+class Intent:
+    action: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    component: str | None = None  # "package/activity"
+    categories: tuple[str, ...] = ()
+    extras: Mapping[str, Any] | None = None
+
+    def to_am_args(self) -> list[str]:
+        args: list[str] = []
+        if self.action:
+            args += ["-a", self.action]
+        if self.data:
+            args += ["-d", self.data]
+        if self.mime_type:
+            args += ["-t", self.mime_type]
+        for cat in self.categories:
+            args += ["-c", cat]
+        if self.component:
+            args += ["-n", self.component]
+        for key, value in (self.extras or {}).items():
+            args += _extra_args(key, value)
+        return args
+
+
+def _extra_args(key: str, value: Any) -> list[str]:
+    # bool before int: bool is a subclass of int
+    if isinstance(value, bool):
+        return ["--ez", key, "true" if value else "false"]
+    if isinstance(value, int):
+        return ["--ei" if -(2**31) <= value < 2**31 else "--el", key, str(value)]
+    if isinstance(value, float):
+        return ["--ef", key, repr(value)]
+    if isinstance(value, (list, tuple)):
+        return ["--esa", key, ",".join(str(v).replace(",", "\\,") for v in value)]
+    return ["--es", key, str(value)]
+
+
+def start_activity(device: Device, intent: Intent) -> str:
+    """``am start`` the intent; raises if Android reports an error."""
+    result = device.shell(["am", "start", *intent.to_am_args()])
+    text = result.output
+    if not result.ok or "Error:" in text or "Exception" in text:
+        raise ShellCommandError("am start", result.exit_code or 1, text)
+    return text
+
+
+def launch_app(device: Device, package: str) -> None:
+    """Start the launcher activity of ``package``, as tapping its icon would."""
+    result = device.shell(["monkey", "-p", package, "-c", "android.intent.category.LAUNCHER", "1"])
+    if "No activities found" in result.output or "monkey aborted" in result.output:
+        raise AppNotInstalled(f"{package} is not installed")
+    if not result.ok:
+        raise ShellCommandError("monkey", result.exit_code, result.output)
+
+
+def installed_packages(device: Device) -> set[str]:
+    out = device.shell(["pm", "list", "packages"]).output
+    return {line.removeprefix("package:").strip() for line in out.splitlines() if line.startswith("package:")}
+
+
+def parse_content_rows(text: str) -> list[dict[str, str | None]]:
+    """Parse ``content query`` output (``Row: 0 a=1, b=x``) into dicts; NULL becomes None."""
+    rows = []
+    for line in text.splitlines():
+        m = _ROW.match(line.strip())
+        if not m:
+            continue
+        row: dict[str, str | None] = {}
+        for field in _FIELD_SPLIT.split(m.group(1)):
+            name, _, value = field.partition("=")
+            row[name] = None if value == "NULL" else value
+        rows.append(row)
+    return rows
+
+
+def content_query(
+    device: Device, uri: str, *, projection: list[str] | None = None, where: str | None = None, sort: str | None = None
+) -> list[dict[str, str | None]]:
+    args = ["content", "query", "--uri", uri]
+    if projection:
+        args += ["--projection", ":".join(projection)]
+    if where:
+        args += ["--where", where]
+    if sort:
+        args += ["--sort", sort]
+    result = device.shell(args)
+    if not result.ok or result.output.startswith("Error") or "Exception" in result.output:
+        raise ShellCommandError("content query", result.exit_code or 1, result.output)
+    return parse_content_rows(result.output)
+
+
+def _bind(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{name}:b:{'true' if value else 'false'}"
+    if isinstance(value, int):
+        return f"{name}:i:{value}" if -(2**31) <= value < 2**31 else f"{name}:l:{value}"
+    if isinstance(value, float):
+        return f"{name}:d:{value!r}"
+    if value is None:
+        return f"{name}:n:"
+    return f"{name}:s:{value}"
+
+
+def content_insert(device: Device, uri: str, values: Mapping[str, Any]) -> None:
+    args = ["content", "insert", "--uri", uri]
+    for name, value in values.items():
+        args += ["--bind", _bind(name, value)]
+    result = device.shell(args)
+    if not result.ok or "Exception" in result.output or result.output.startswith("Error"):
+        raise ShellCommandError("content insert", result.exit_code or 1, result.output)
+
+
+def foreground(device: Device) -> tuple[str, str]:
+    """(package, activity) of the focused window, from ``dumpsys window``."""
+    m = _FOCUS.search(device.shell(["dumpsys", "window"]).output)
+    return (m.group(1), m.group(2)) if m else ("", "")

@@ -1,0 +1,156 @@
+"""UI hierarchy XML (uiautomator dump format) → a compact element list for the planner.
+
+Only elements a person could read or act on are kept: those with text or a description, and
+those that are clickable, checkable, editable or scrollable. Ids are positions in document
+order, so they stay the same across steps while the screen is unchanged; the digest changes
+exactly when what the planner would see changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+_BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
+_EDITABLE = ("EditText", "AutoCompleteTextView", "SearchView")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    left: int
+    top: int
+    right: int
+    bottom: int
+
+    @property
+    def center(self) -> tuple[int, int]:
+        return (self.left + self.right) // 2, (self.top + self.bottom) // 2
+
+    @property
+    def empty(self) -> bool:
+        return self.right <= self.left or self.bottom <= self.top
+
+
+@dataclass(frozen=True)
+class Element:
+    id: int
+    role: str  # short widget class: Button, Switch, EditText, TextView...
+    text: str
+    description: str
+    resource_id: str
+    bounds: Bounds
+    clickable: bool = False
+    long_clickable: bool = False
+    checkable: bool = False
+    checked: bool = False
+    editable: bool = False
+    focused: bool = False
+    enabled: bool = True
+    scrollable: bool = False
+    selected: bool = False
+    class_name: str = ""
+    package: str = ""
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        acts = []
+        if self.clickable or self.checkable:
+            acts.append("tap")
+        if self.long_clickable:
+            acts.append("long_press")
+        if self.editable:
+            acts.append("type")
+        if self.scrollable:
+            acts.append("scroll")
+        return tuple(acts)
+
+    def describe(self) -> str:
+        """One line of the planner's screen text, e.g. ``[3] Switch "7:30 AM" id=onoff checked tap``."""
+        parts = [f"[{self.id}] {self.role}"]
+        label = self.text or self.description
+        if label:
+            parts.append(f'"{label}"')
+        if self.description and self.text:
+            parts.append(f'desc="{self.description}"')
+        if self.resource_id:
+            parts.append("id=" + self.resource_id.rpartition("/")[2])
+        flags = [f for f in ("checked", "focused", "selected") if getattr(self, f)]
+        if not self.enabled:
+            flags.append("disabled")
+        parts.extend(flags)
+        parts.extend(self.actions)
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Screen:
+    package: str
+    elements: tuple[Element, ...]
+    digest: str
+
+    def element(self, element_id: int) -> Element | None:
+        if 0 <= element_id < len(self.elements):
+            return self.elements[element_id]
+        return None
+
+    def to_text(self, max_chars: int = 4000) -> str:
+        """The screen as the planner reads it, cut to ``max_chars`` with a note when cut."""
+        lines = [f"app: {self.package}"] + [e.describe() for e in self.elements]
+        out, used = [], 0
+        for i, line in enumerate(lines):
+            if used + len(line) + 1 > max_chars:
+                out.append(f"... {len(lines) - i} more elements not shown")
+                break
+            out.append(line)
+            used += len(line) + 1
+        return "\n".join(out)
+
+
+def _flag(node: ET.Element, name: str) -> bool:
+    return node.get(name) == "true"
+
+
+def parse_hierarchy(xml: str) -> Screen:
+    """Parse a uiautomator hierarchy dump into a :class:`Screen`."""
+    root = ET.fromstring(xml.encode("utf-8") if isinstance(xml, str) else xml)
+    elements: list[Element] = []
+    packages: list[str] = []
+    for node in root.iter("node"):
+        m = _BOUNDS.match(node.get("bounds", ""))
+        bounds = Bounds(*map(int, m.groups())) if m else Bounds(0, 0, 0, 0)
+        cls = node.get("class", "")
+        role = cls.rpartition(".")[2] or "View"
+        text, desc = node.get("text", ""), node.get("content-desc", "")
+        editable = any(role.endswith(e) for e in _EDITABLE)
+        actionable = any(_flag(node, f) for f in ("clickable", "checkable", "scrollable", "long-clickable"))
+        if node.get("package"):
+            packages.append(node.get("package", ""))
+        if bounds.empty or not (text or desc or actionable or editable):
+            continue
+        elements.append(
+            Element(
+                id=len(elements),
+                role=role,
+                text=text,
+                description=desc,
+                resource_id=node.get("resource-id", ""),
+                bounds=bounds,
+                clickable=_flag(node, "clickable"),
+                long_clickable=_flag(node, "long-clickable"),
+                checkable=_flag(node, "checkable"),
+                checked=_flag(node, "checked"),
+                editable=editable,
+                focused=_flag(node, "focused"),
+                enabled=node.get("enabled", "true") == "true",
+                scrollable=_flag(node, "scrollable"),
+                selected=_flag(node, "selected"),
+                class_name=cls,
+                package=node.get("package", ""),
+            )
+        )
+    package = max(set(packages), key=packages.count) if packages else ""
+    digest_src = "\n".join([package] + [e.describe() + str(e.bounds) for e in elements])
+    digest = hashlib.sha1(digest_src.encode("utf-8")).hexdigest()[:16]
+    return Screen(package=package, elements=tuple(elements), digest=digest)
