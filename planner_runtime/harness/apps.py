@@ -1,0 +1,41 @@
+"""Catalogue of apps the harness knows by name, with the packages that provide them.
+
+Phones differ: the clock is ``com.google.android.deskclock`` on Pixels and
+``com.sec.android.app.clockpackage`` on Samsung. A tool asks for an app by its plain name and the
+catalogue picks whichever package the device has installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    packages: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+
+
+APPS: tuple[App, ...] = (
+    App("Clock", ("com.google.android.deskclock", "com.android.deskclock", "com.sec.android.app.clockpackage"), ("alarm", "alarms", "deskclock")),
+    App("Contacts", ("com.google.android.contacts", "com.android.contacts", "com.samsung.android.app.contacts"), ("people", "address book")),
+)
+
+
+def find_app(name: str) -> App | None:
+    key = name.strip().lower()
+    for app in APPS:
+        if key == app.name.lower() or key in app.aliases or key in app.packages:
+            return app
+    return None
+
+
+def resolve_package(name: str, installed: set[str]) -> str | None:
+    """The installed package for an app name (or a package name given directly)."""
+    if name in installed:
+        return name
+    app = find_app(name)
+    if app is None:
+        return None
+    return next((p for p in app.packages if p in installed), None)

@@ -1,0 +1,138 @@
+"""Tool framework: typed arguments, JSON schemas for the planner, and one Feedback per call.
+
+A tool declares a pydantic ``Args`` model (its schema is what the planner sees), and ``run``
+returns a :class:`ToolResult` or raises :class:`ToolFailure` for a mistake the planner can fix.
+:meth:`ToolSet.execute` turns every outcome — unknown tool, bad arguments, a missing element,
+an app that is not installed — into :class:`~planner_runtime.contract.Feedback`. Only faults of
+the device itself (``DeviceError.infra``) propagate, so the episode loop can end as infra.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from device_farm import Device
+from device_farm.android import installed_packages
+from device_farm.errors import DeviceError
+from device_farm.hierarchy import Screen, parse_hierarchy
+from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, Observation, ToolCall, ToolSpec
+
+
+class ToolArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+class ToolFailure(Exception):
+    """A failure the planner caused and can act on (wrong element, app missing...)."""
+
+    def __init__(self, code: ErrorCode, hint: str) -> None:
+        super().__init__(hint)
+        self.code, self.hint = code, hint
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    result: Any = None
+    observe: bool = False  # attach the screen after the action
+
+
+@dataclass
+class ToolContext:
+    """What tools act on: the device, and the last screen the planner saw."""
+
+    device: Device
+    screen: Screen | None = None
+    screen_chars: int = 3000
+    _installed: set[str] | None = field(default=None, repr=False)
+
+    def observe(self) -> Screen:
+        self.screen = parse_hierarchy(self.device.dump_hierarchy())
+        return self.screen
+
+    def observation(self) -> Observation:
+        screen = self.screen or self.observe()
+        return Observation(package=screen.package, screen=screen.to_text(self.screen_chars), digest=screen.digest)
+
+    def installed(self, refresh: bool = False) -> set[str]:
+        if self._installed is None or refresh:
+            self._installed = installed_packages(self.device)
+        return self._installed
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Pydantic adds a ``title`` to every field; the planner's prompt is better without them."""
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+class Tool:
+    """Base class: subclasses set ``name``, ``description``, ``Args`` and implement ``run``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[ToolArgs]] = NoArgs
+    terminal: ClassVar[bool] = False  # ends the episode when it succeeds
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=_strip_titles(self.Args.model_json_schema()))
+
+    def run(self, ctx: ToolContext, args: Any) -> ToolResult:
+        raise NotImplementedError
+
+
+def _validation_hint(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:4]:
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class ToolSet:
+    """The tools offered in one episode, by name."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools = {t.name: t for t in tools}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec() for t in self._tools.values()]
+
+    def execute(self, call: ToolCall, ctx: ToolContext) -> Feedback:
+        """Run ``call``; every planner-side mistake becomes error feedback, infra faults raise."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return Feedback.fail(call.call_id, ErrorCode.unknown_tool, f"no tool named {call.name!r}; available: {', '.join(self._tools)}")
+        try:
+            args = tool.Args.model_validate(call.arguments)
+        except ValidationError as exc:
+            return Feedback.fail(call.call_id, ErrorCode.invalid_arguments, _validation_hint(exc))
+        try:
+            outcome = tool.run(ctx, args)
+            observation = ctx.observation() if outcome.observe else None
+        except ToolFailure as exc:
+            return Feedback.fail(call.call_id, exc.code, exc.hint)
+        except DeviceError as exc:
+            if exc.infra:
+                raise
+            return Feedback.fail(call.call_id, ErrorCode(exc.code), str(exc)[:300])
+        return Feedback(call_id=call.call_id, status=FeedbackStatus.ok, result=outcome.result, observation=observation)
+

@@ -1,0 +1,250 @@
+"""Trajectory store: SQLite (through SQLAlchemy) in WAL mode, one row per step as it happens.
+
+Success and failure are both kept. A trajectory row is written when an episode starts, each step
+is committed the moment it ends, and the row is closed in ``finally`` — so a crash loses no
+committed step, and a trajectory left ``running`` by a dead process reads as interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
+from planner_runtime.errors import StoreError
+
+metadata = MetaData()
+
+trajectories = Table(
+    "trajectories",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("task_id", String, index=True),
+    Column("goal", Text, nullable=False),
+    Column("source", String, nullable=False, index=True),
+    Column("device", JSON, nullable=False),
+    Column("planner", String, nullable=False, index=True),
+    Column("planner_release", String, nullable=False),
+    Column("harness_release", String, nullable=False, index=True),
+    Column("status", String, nullable=False, index=True),
+    Column("answer", Text),
+    Column("success", Boolean, index=True),
+    Column("failure_kind", String, index=True),
+    Column("verdict", JSON),
+    Column("prompt_tokens", Integer, nullable=False, default=0),
+    Column("completion_tokens", Integer, nullable=False, default=0),
+    Column("started_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("ended_at", DateTime(timezone=True)),
+    Column("writer", String, nullable=False, default=""),  # host:pid that owns a running episode
+)
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("trajectory_id", String, ForeignKey("trajectories.id"), primary_key=True),
+    Column("idx", Integer, primary_key=True),
+    Column("tool", String, index=True),
+    Column("status", String, nullable=False),
+    Column("error_code", String, index=True),
+    Column("record", Text, nullable=False),  # the Step as JSON
+)
+
+
+def _writer_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(writer: str) -> bool:
+    host, _, pid = writer.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another host's episode: cannot tell, assume it runs
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class TrajectoryStore:
+    """A SQLite file of trajectories. Construct, then :meth:`open` (or use as a context manager)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._engine: Engine | None = None
+
+    def open(self) -> TrajectoryStore:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(f"sqlite:///{self.path}")
+            event.listen(engine, "connect", _sqlite_pragmas)
+            metadata.create_all(engine)
+        except (SQLAlchemyError, OSError) as exc:
+            raise StoreError(f"cannot open trajectory store {self.path}: {exc}") from exc
+        self._engine = engine
+        self._mark_dead_writers_interrupted()
+        return self
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def __enter__(self) -> TrajectoryStore:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise StoreError("trajectory store is not open")
+        return self._engine
+
+    # -- writing ----------------------------------------------------------------------------
+    def begin(self, traj: Trajectory) -> None:
+        row = {
+            "id": traj.id,
+            "task_id": traj.task_id,
+            "goal": traj.goal,
+            "source": traj.source.value,
+            "device": traj.device.model_dump(mode="json"),
+            "planner": traj.planner,
+            "planner_release": traj.planner_release,
+            "harness_release": traj.harness_release,
+            "status": traj.status.value,
+            "started_at": traj.started_at,
+            "writer": _writer_id(),
+        }
+        with self.engine.begin() as conn:
+            conn.execute(insert(trajectories).values(**row))
+
+    def append_step(self, trajectory_id: str, step: Step) -> None:
+        fb = step.feedback
+        with self.engine.begin() as conn:
+            conn.execute(
+                insert(steps).values(
+                    trajectory_id=trajectory_id,
+                    idx=step.index,
+                    tool=step.tool_call.name if step.tool_call else None,
+                    status=fb.status.value,
+                    error_code=fb.error.code.value if fb.error else None,
+                    record=step.to_json(),
+                )
+            )
+
+    def end(self, trajectory_id: str, status: TrajectoryStatus, *, answer: str | None, usage: Usage) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(trajectories)
+                .where(trajectories.c.id == trajectory_id)
+                .values(
+                    status=status.value,
+                    answer=answer,
+                    prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens,
+                    ended_at=utcnow(),
+                )
+            )
+
+    def set_verdict(self, trajectory_id: str, verdict: Verdict) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(trajectories)
+                .where(trajectories.c.id == trajectory_id)
+                .values(
+                    verdict=verdict.model_dump(mode="json"),
+                    success=verdict.success,
+                    failure_kind=verdict.failure_kind.value if verdict.failure_kind else None,
+                )
+            )
+
+    def _mark_dead_writers_interrupted(self) -> None:
+        with self.engine.begin() as conn:
+            running = conn.execute(
+                select(trajectories.c.id, trajectories.c.writer).where(trajectories.c.status == TrajectoryStatus.running.value)
+            ).all()
+            dead = [r.id for r in running if not _pid_alive(r.writer)]
+            if dead:
+                conn.execute(
+                    update(trajectories)
+                    .where(trajectories.c.id.in_(dead))
+                    .values(status=TrajectoryStatus.interrupted.value)
+                )
+
+    # -- reading ----------------------------------------------------------------------------
+    def get(self, trajectory_id: str) -> Trajectory:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(trajectories).where(trajectories.c.id == trajectory_id)).first()
+            if row is None:
+                raise StoreError(f"no trajectory {trajectory_id!r} in {self.path}")
+            records = conn.execute(
+                select(steps.c.record).where(steps.c.trajectory_id == trajectory_id).order_by(steps.c.idx)
+            ).scalars()
+            step_list = tuple(Step.from_json(r) for r in records)
+        return Trajectory(
+            id=row.id,
+            task_id=row.task_id,
+            goal=row.goal,
+            source=row.source,
+            device=row.device,
+            planner=row.planner,
+            planner_release=row.planner_release,
+            harness_release=row.harness_release,
+            status=row.status,
+            answer=row.answer,
+            steps=step_list,
+            verdict=Verdict.model_validate(row.verdict) if row.verdict else None,
+            usage=Usage(prompt_tokens=row.prompt_tokens or 0, completion_tokens=row.completion_tokens or 0),
+            started_at=_aware(row.started_at),
+            ended_at=_aware(row.ended_at) if row.ended_at else None,
+        )
+
+    def ids(self, *, task_id: str | None = None, status: str | None = None, success: bool | None = None) -> Iterator[str]:
+        query = select(trajectories.c.id).order_by(trajectories.c.started_at)
+        if task_id is not None:
+            query = query.where(trajectories.c.task_id == task_id)
+        if status is not None:
+            query = query.where(trajectories.c.status == status)
+        if success is not None:
+            query = query.where(trajectories.c.success == success)
+        with self.engine.connect() as conn:
+            yield from conn.execute(query).scalars()
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DB-API objects
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
