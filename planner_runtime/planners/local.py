@@ -1,0 +1,281 @@
+"""The local planner: a frozen transformers causal LM that answers with Hermes-style tool calls.
+
+By default it runs the embedded SmolLM2-135M-Instruct (see :mod:`model_store`); any transformers
+model directory, ``.safetensors`` or ``.gguf`` file also works. The model never trains here: it is
+loaded in eval mode with every parameter frozen and runs under ``torch.inference_mode``.
+
+Decoding is a small loop of its own rather than ``generate``: it stops on ``</tool_call>`` as
+well as the end-of-turn token, and it keeps the KV cache of the previous call so that the
+unchanged start of the next prompt (system prompt, tools, earlier turns) is not computed again.
+Output is deterministic for the same input, seed and cache state; the cached and the uncached
+paths can differ in the last bits of a float, which greedy decoding practically never sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from planner_runtime.contract import Message, ToolSpec, Usage
+from planner_runtime.errors import ModelProvisionError, PlannerError
+from planner_runtime.planners import PlannerOutput, Sampling
+from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
+from planner_runtime.planners.model_store import (
+    EMBEDDED_ALIASES,
+    EMBEDDED_NAME,
+    embedded_model_dir,
+    is_model_dir,
+    resolve_model_path,
+)
+from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
+
+if TYPE_CHECKING:
+    import torch
+
+_END_TOKENS = (IM_END, "<|endoftext|>")
+
+
+def model_release(path: Path, label: str) -> str:
+    """``local:<label>@<digest>``, the digest taken over the config and the weight files' sizes."""
+    digest = hashlib.sha256((path / "config.json").read_bytes())
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
+    return f"local:{label}@{digest.hexdigest()[:12]}"
+
+
+class LocalPlanner:
+    """A frozen local model behind the :class:`~planner_runtime.planners.Planner` protocol.
+
+    Nothing is read until the first :meth:`plan` or an explicit :meth:`load`. ``device="auto"``
+    picks CUDA with bfloat16 when available, else the CPU in float32.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        device: str = "cpu",
+        dtype: "torch.dtype | str | None" = None,
+        seed: int = 0,
+        max_new_tokens: int = 96,
+        prefill_tool_call: bool = True,
+        reuse_prefix_cache: bool = True,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.model_spec = model
+        self.device = device
+        self.dtype = dtype
+        self.seed = seed
+        self.max_new_tokens = max_new_tokens
+        self.prefill_tool_call = prefill_tool_call
+        self.reuse_prefix_cache = reuse_prefix_cache
+        self.cache_dir = cache_dir
+        self.model_dir: Path | None = None
+        self._release: str | None = None
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._end_ids: frozenset[int] = frozenset()
+        self._kv: Any = None
+        self._kv_ids: list[int] = []
+        self._cache_kwarg = "past_key_values"
+        self._lock = threading.Lock()
+
+    @property
+    def label(self) -> str:
+        spec = self.model_spec
+        if spec is None or (isinstance(spec, str) and spec.strip().lower() in EMBEDDED_ALIASES):
+            return EMBEDDED_NAME
+        path = Path(spec)
+        return path.parent.name if path.suffix == ".safetensors" else path.stem if path.is_file() else path.name
+
+    @property
+    def release(self) -> str:
+        """The model's identity; carries a digest once the model directory is known."""
+        if self._release is None:
+            known = self.model_dir or self._cheap_model_dir()
+            if known is None:
+                return f"local:{self.label}"
+            self._release = model_release(known, self.label)
+        return self._release
+
+    def _cheap_model_dir(self) -> Path | None:
+        # Only what needs no conversion: reading the release must never start a 20 s job.
+        spec = self.model_spec
+        if spec is None or (isinstance(spec, str) and spec.strip().lower() in EMBEDDED_ALIASES):
+            candidate = embedded_model_dir(self.cache_dir)
+        else:
+            candidate = Path(spec).expanduser()
+            candidate = candidate.parent if candidate.suffix == ".safetensors" else candidate
+        return candidate if candidate.is_dir() and is_model_dir(candidate) else None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> LocalPlanner:
+        """Resolve, provision if needed, and load the model; a no-op once loaded."""
+        with self._lock:
+            self._load_locked()
+        return self
+
+    def close(self) -> None:
+        """Drop the model and its cache so the memory can be reclaimed."""
+        with self._lock:
+            self._model = self._tokenizer = self._kv = None
+            self._kv_ids = []
+
+    def _load_locked(self) -> float:
+        if self._model is not None:
+            return 0.0
+        started = time.perf_counter()
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = resolve_model_path(self.model_spec, self.cache_dir)
+        device, dtype = self._placement(torch)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+        except (OSError, ValueError) as exc:
+            raise ModelProvisionError(f"could not load the model in {path}: {exc}") from exc
+        model.eval()
+        model.requires_grad_(False)
+        vocab = tokenizer.get_vocab()
+        self._end_ids = frozenset(vocab[t] for t in _END_TOKENS if t in vocab) | (
+            {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+        )
+        # transformers 5.x renamed the forward argument from past_key_values to cache.
+        if "cache" in inspect.signature(model.forward).parameters:
+            self._cache_kwarg = "cache"
+        self._model, self._tokenizer, self.model_dir = model, tokenizer, path
+        self._release = model_release(path, self.label)
+        return time.perf_counter() - started
+
+    def _placement(self, torch: Any) -> tuple[Any, Any]:
+        device = self.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise PlannerError(f"device {self.device!r} asked for, but CUDA is not available")
+        dtype = self.dtype
+        if isinstance(dtype, str):
+            dtype = getattr(torch, dtype)
+        if dtype is None:
+            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        return torch.device(device), dtype
+
+    def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+        """The exact prompt text the model sees for this turn, prefill included."""
+        return render_chat(messages, tools, prefill=self._prefill(tools))
+
+    def _prefill(self, tools: Sequence[ToolSpec]) -> str:
+        return TOOL_CALL_PREFILL if tools and self.prefill_tool_call else ""
+
+    def plan(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, sampling: Sampling | None = None
+    ) -> PlannerOutput:
+        sampling = sampling or Sampling(max_new_tokens=self.max_new_tokens, seed=self.seed)
+        with self._lock:
+            load_s = self._load_locked()
+            text, usage, timings = self._generate(messages, tools, sampling)
+        if load_s:
+            timings = {"load_s": load_s, **timings}
+        calls, errors = parse_tool_calls(text)
+        return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
+
+    def _generate(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], sampling: Sampling
+    ) -> tuple[str, Usage, dict[str, float]]:
+        import torch
+
+        tokenizer, model = self._tokenizer, self._model
+        prefill = self._prefill(tools)
+        prompt_ids = tokenizer(render_chat(messages, tools), add_special_tokens=False).input_ids
+        prefill_ids = tokenizer(prefill, add_special_tokens=False).input_ids if prefill else []
+        input_ids = prompt_ids + prefill_ids
+        limit = getattr(model.config, "max_position_embeddings", None)
+        if limit is not None and len(input_ids) + sampling.max_new_tokens > limit:
+            raise PlannerError(
+                f"prompt of {len(input_ids)} tokens plus {sampling.max_new_tokens} new ones exceeds "
+                f"the model's context of {limit}"
+            )
+        generator = None
+        if sampling.temperature > 0:
+            generator = torch.Generator(device=model.device).manual_seed(sampling.seed)
+
+        with torch.inference_mode():
+            cache, reused = self._prefix_cache(input_ids)
+            started = time.perf_counter()
+            pending = input_ids[reused:]
+            generated: list[int] = []
+            prefill_s = 0.0
+            for step in range(sampling.max_new_tokens):
+                logits = self._forward(pending, cache)
+                if step == 0:
+                    prefill_s = time.perf_counter() - started
+                token = _choose(logits, sampling, generator)
+                generated.append(token)
+                if token in self._end_ids or CLOSE in tokenizer.decode(generated[-8:]):
+                    break
+                pending = [token]
+            generate_s = time.perf_counter() - started - prefill_s
+        # The last chosen token was never fed, so it is not in the cache.
+        fed = input_ids + generated[:-1] if generated else input_ids[:reused]
+        self._kv, self._kv_ids = (cache, fed) if self.reuse_prefix_cache else (None, [])
+
+        body = tokenizer.decode(generated, skip_special_tokens=False)
+        text = prefill + body
+        if CLOSE in text:
+            text = text[: text.index(CLOSE) + len(CLOSE)]
+        for end in _END_TOKENS:
+            text = text.split(end, 1)[0]
+        usage = Usage(prompt_tokens=len(prompt_ids), completion_tokens=len(prefill_ids) + len(generated))
+        return text, usage, {"prefill_s": prefill_s, "generate_s": generate_s}
+
+    def _prefix_cache(self, input_ids: list[int]) -> tuple[Any, int]:
+        """A KV cache holding the longest reusable prefix of ``input_ids``, and its length."""
+        from transformers import DynamicCache
+
+        reused = 0
+        if self.reuse_prefix_cache and self._kv is not None:
+            for old, new in zip(self._kv_ids, input_ids):
+                if old != new:
+                    break
+                reused += 1
+            reused = min(reused, len(input_ids) - 1)  # at least one token must run to give logits
+        if reused > 0:
+            surplus = self._kv.get_seq_length() - reused
+            if surplus:
+                self._kv.crop(-surplus)  # negative: remove from the end, in every 5.x release
+            return self._kv, reused
+        self._kv, self._kv_ids = None, []
+        return DynamicCache(config=self._model.config), 0
+
+    def _forward(self, ids: list[int], cache: Any) -> "torch.Tensor":
+        import torch
+
+        tensor = torch.tensor([ids], dtype=torch.long, device=self._model.device)
+        out = self._model(input_ids=tensor, **{self._cache_kwarg: cache}, use_cache=True, logits_to_keep=1)
+        return out.logits[0, -1]
+
+
+def _choose(logits: "torch.Tensor", sampling: Sampling, generator: "torch.Generator | None") -> int:
+    import torch
+
+    if sampling.temperature <= 0 or generator is None:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
+    if sampling.top_p < 1.0:
+        sorted_probs, order = torch.sort(probs, descending=True)
+        keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < sampling.top_p
+        sorted_probs = sorted_probs * keep
+        choice = torch.multinomial(sorted_probs / sorted_probs.sum(), 1, generator=generator)
+        return int(order[choice])
+    return int(torch.multinomial(probs, 1, generator=generator))
+
