@@ -1,0 +1,168 @@
+"""Task spec files (YAML): goal template, resources to seed, completion criteria.
+
+A task is declarations, never a recorded click path: parameters fill the goal template, setup
+actions seed the phone through Android mechanisms (content providers), and checks read the end
+state back through adb. Loading validates everything and names the file, line and field of the
+first problem.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from planner_runtime.errors import TaskSpecError
+
+SUITES_DIR = Path(__file__).parent / "suites"
+
+
+class SpecModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Category(StrEnum):
+    tool = "tool"
+    memory = "memory"
+    skills = "skills"
+    subagent = "subagent"
+
+
+class ContentRows(SpecModel):
+    """Rows of a content provider, optionally filtered by a ``where`` clause."""
+
+    uri: str = Field(pattern=r"^content://")
+    where: str | None = None
+
+
+class ContentCheck(ContentRows):
+    min: int = Field(default=1, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+
+class ContentInsert(SpecModel):
+    uri: str = Field(pattern=r"^content://")
+    values: dict[str, str | int | float | bool | None]
+
+
+class _OneOf(SpecModel):
+    """A list item that is exactly one of several single-key kinds."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> _OneOf:
+        kinds = [name for name in type(self).model_fields if name != "name" and getattr(self, name) is not None]
+        if len(kinds) != 1:
+            allowed = ", ".join(n for n in type(self).model_fields if n != "name")
+            raise ValueError(f"give exactly one of: {allowed} (got {', '.join(kinds) or 'none'})")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(n for n in type(self).model_fields if n != "name" and getattr(self, n) is not None)
+
+
+class SetupAction(_OneOf):
+    content_insert: ContentInsert | None = None
+    content_delete: ContentRows | None = None
+
+
+class CheckSpec(_OneOf):
+    name: str | None = None
+    content: ContentCheck | None = None
+    answer_contains: str | None = None
+
+
+class TaskSpec(SpecModel):
+    id: str = Field(pattern=r"^[a-z0-9_.\-]+$")
+    goal: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    category: Category = Category.tool
+    domain: str
+    difficulty: str = "easy"
+    source: str = "handwritten"
+    setup: tuple[SetupAction, ...] = ()
+    checks: tuple[CheckSpec, ...] = Field(min_length=1)
+    max_steps: int = Field(default=10, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _goal_renders(self) -> TaskSpec:
+        try:
+            self.goal.format(**self.params)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"goal template does not render with params: {exc}") from None
+        return self
+
+    def rendered_goal(self) -> str:
+        return self.goal.format(**self.params)
+
+    def render(self, text: str) -> str:
+        return text.format(**self.params) if self.params else text
+
+
+class Suite(SpecModel):
+    tasks: tuple[TaskSpec, ...] = Field(min_length=1)
+
+
+def _line_of(node: yaml.Node | None, loc: Iterable[Any]) -> int | None:
+    """1-based line of the YAML node at pydantic error location ``loc`` (deepest found)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                break
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            continue  # pydantic adds union/tag names that are not in the YAML
+        line = node.start_mark.line + 1
+    return line
+
+
+def load_suite(path: Path | str) -> Suite:
+    """Load and validate a suite file; raise :class:`TaskSpecError` naming line and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskSpecError(str(path), None, "file", str(exc)) from exc
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise TaskSpecError(str(path), mark.line + 1 if mark else None, "yaml", str(exc).splitlines()[0]) from exc
+    if isinstance(data, list):  # a bare list of tasks is accepted too
+        data, node = {"tasks": data}, yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "tasks"), node)])
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [p for p in err["loc"]]
+        field = ".".join(str(p) for p in loc) or "tasks"
+        raise TaskSpecError(str(path), _line_of(node, loc), field, err["msg"]) from exc
+    seen: set[str] = set()
+    for i, task in enumerate(suite.tasks):
+        if task.id in seen:
+            raise TaskSpecError(str(path), _line_of(node, ["tasks", i, "id"]), f"tasks.{i}.id", f"duplicate task id {task.id!r}")
+        seen.add(task.id)
+    return suite
+
+
+def builtin_suite(name: str = "skeleton") -> Suite:
+    path = SUITES_DIR / f"{name}.yaml"
+    if not path.exists():
+        names = sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
+        raise TaskSpecError(str(path), None, "suite", f"no built-in suite {name!r}; available: {', '.join(names)}")
+    return load_suite(path)
+
+
+def find_task(task_id: str, suite: Suite | None = None) -> TaskSpec:
+    for task in (suite or builtin_suite()).tasks:
+        if task.id == task_id:
+            return task
+    raise TaskSpecError("<suite>", None, "id", f"no task {task_id!r}")
