@@ -1,0 +1,202 @@
+"""The ``planner-agent`` command line: run an assistant, serve a virtual phone, list tasks.
+
+Verbs a user guesses: ``run``, ``phone serve``, ``tasks list|check``, ``show``. Anything slow
+shows progress; ``--json`` gives machine-readable output for scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from planner_runtime.config import Settings, parse_host_port
+from planner_runtime.contract import Step, Trajectory
+from planner_runtime.errors import PlannerRuntimeError
+
+app = typer.Typer(help="Android device-farm agent runtime: a frozen planner drives tool calls on phones.", no_args_is_help=True)
+phone_app = typer.Typer(help="The built-in virtual phone.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Task specs and suites.", no_args_is_help=True)
+app.add_typer(phone_app, name="phone")
+app.add_typer(tasks_app, name="tasks")
+
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}")
+    return typer.Exit(code)
+
+
+def _print_step(step: Step) -> None:
+    fb = step.feedback
+    call = step.tool_call
+    what = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)}" if call else f"(no call) {step.raw_output[:80]!r}"
+    if fb.error is not None:
+        outcome = f"[red]{fb.status.value}[/red] {fb.error.code.value}: {fb.error.hint}"
+    else:
+        shown = json.dumps(fb.result, ensure_ascii=False) if fb.result is not None else ""
+        outcome = f"[green]{fb.status.value}[/green] {shown[:120]}"
+    console.print(f"[bold]step {step.index + 1}[/bold]  {what}\n        → {outcome}  [dim]({step.plan_seconds:.2f}s plan, {step.act_seconds:.2f}s act)[/dim]")
+
+
+def _print_summary(traj: Trajectory) -> None:
+    console.print(f"\n[bold]status:[/bold] {traj.status.value}   [bold]answer:[/bold] {traj.answer or '-'}")
+    if traj.verdict is not None:
+        v = traj.verdict
+        label = "[green]success[/green]" if v.success else f"[red]failed[/red] ({v.failure_kind.value if v.failure_kind else '?'})"
+        console.print(f"[bold]verdict:[/bold] {label}  score {v.score:.2f}")
+        for check in v.checks:
+            mark = "[green]✓[/green]" if check.passed else "[red]✗[/red]"
+            console.print(f"  {mark} {check.name} — {check.evidence}")
+    else:
+        console.print("[bold]verdict:[/bold] none (the goal is not a task with completion criteria; use --task)")
+    console.print(f"[bold]trajectory:[/bold] {traj.id}  ({len(traj.steps)} steps, {traj.usage.prompt_tokens} prompt + {traj.usage.completion_tokens} output tokens)")
+
+
+@app.command()
+def run(
+    goal: Optional[str] = typer.Argument(None, help="What to do, e.g. 'Set an alarm for 7:30'."),
+    task: Optional[str] = typer.Option(None, "--task", help="Run a task from the built-in suite by id (seeds and verifies)."),
+    suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
+    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Drive this attached phone."),
+    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local or scripted."),
+    model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
+    script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the trajectory as JSON at the end."),
+) -> None:
+    """Run the assistant on a phone (the built-in virtual phone when none is attached)."""
+    from planner_runtime import planners
+    from planner_runtime.runner import open_device, run_goal
+    from planner_runtime.tasks.spec import builtin_suite, load_suite
+    from planner_runtime.trajectories import TrajectoryStore
+
+    settings = Settings.from_env()
+    try:
+        tasks = load_suite(suite) if suite else builtin_suite()
+        spec = None
+        if task is not None:
+            spec = next((t for t in tasks.tasks if t.id == task), None)
+            if spec is None:
+                raise _fail(f"no task {task!r}; see `planner-agent tasks list`")
+        elif goal is not None:  # a goal that is exactly a known task's goal gets that task's checks
+            spec = next((t for t in tasks.tasks if t.rendered_goal().lower() == goal.strip().lower()), None)
+        if goal is None and spec is None:
+            raise _fail("give a goal or --task")
+        goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
+        kwargs: dict = {}
+        backend = planner or settings.planner
+        if backend == "local" and model:
+            kwargs["model"] = model
+        if backend == "scripted":
+            kwargs["script"] = json.loads(script.read_text()) if script else []
+        brain = planners.create(backend, **kwargs)
+        host, port = parse_host_port(adb or settings.adb)
+        with TrajectoryStore(store or settings.store_path) as db:
+            with open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]")) as (device, ref, source):
+                console.print(f"[bold]goal:[/bold] {goal_text}   [dim]device {ref.serial} ({ref.model}), planner {brain.name}[/dim]")
+                traj = run_goal(
+                    goal_text,
+                    device=device,
+                    device_ref=ref,
+                    source=source,
+                    planner=brain,
+                    store=db,
+                    task=spec,
+                    max_steps=max_steps or settings.max_steps,
+                    on_step=_print_step,
+                )
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    except Exception as exc:  # device errors and the like: say what failed, no traceback wall
+        from device_farm.errors import DeviceError
+
+        if isinstance(exc, DeviceError):
+            raise _fail(f"device: {exc}", 3) from exc
+        raise
+    _print_summary(traj)
+    if as_json:
+        print(traj.to_json())
+
+
+@app.command()
+def show(
+    trajectory_id: str = typer.Argument(..., help="A trajectory id printed by `run`."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show a stored trajectory step by step."""
+    from planner_runtime.trajectories import TrajectoryStore
+
+    try:
+        with TrajectoryStore(store or Settings.from_env().store_path) as db:
+            traj = db.get(trajectory_id)
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(traj.to_json())
+        return
+    console.print(f"[bold]goal:[/bold] {traj.goal}  [dim]task {traj.task_id or '-'}, planner {traj.planner_release}, {traj.source.value}[/dim]")
+    for step in traj.steps:
+        _print_step(step)
+    _print_summary(traj)
+
+
+@phone_app.command("serve")
+def phone_serve(
+    port: int = typer.Option(5555, "--port", help="TCP port for the adb transport (5555-5585 are auto-attached by adb)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+) -> None:
+    """Serve the built-in virtual phone until Ctrl-C; then `adb connect 127.0.0.1:PORT`."""
+    from device_farm.virtual import VirtualPhone
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    phone = VirtualPhone(port=port, host=host)
+    err.print(f"virtual phone listening on {host}:{port}; connect with: adb connect {host}:{port}")
+    try:
+        phone.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+@tasks_app.command("list")
+def tasks_list(
+    suite: Optional[Path] = typer.Option(None, "--suite", help="A suite YAML file (default: built-in)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List the tasks of a suite."""
+    from planner_runtime.tasks.spec import builtin_suite, load_suite
+
+    try:
+        tasks = load_suite(suite) if suite else builtin_suite()
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps([t.model_dump(mode="json") for t in tasks.tasks], indent=2))
+        return
+    for t in tasks.tasks:
+        console.print(f"[bold]{t.id}[/bold]  [dim]{t.category.value}/{t.domain}/{t.difficulty}[/dim]  {t.rendered_goal()}")
+
+
+@tasks_app.command("check")
+def tasks_check(path: Path = typer.Argument(..., help="A suite YAML file to validate.")) -> None:
+    """Validate a suite file; errors name the line and field."""
+    from planner_runtime.tasks.spec import load_suite
+
+    try:
+        tasks = load_suite(path)
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(f"{path}: {len(tasks.tasks)} tasks OK")
+
+
+if __name__ == "__main__":
+    app()

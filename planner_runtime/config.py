@@ -1,0 +1,50 @@
+"""Settings: typed, documented, read from environment variables (prefix ``PLANNER_AGENT_``).
+
+This is the one place that reads the environment; everything else takes plain arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner_runtime.errors import ConfigError
+
+PREFIX = "PLANNER_AGENT_"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    home: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("planner-agent")),
+        description="Where trajectories and other user data live (PLANNER_AGENT_HOME).",
+    )
+    adb: str = Field(default="127.0.0.1:5037", description="The adb server to look for phones on, host:port (PLANNER_AGENT_ADB).")
+    planner: str = Field(default="local", description="Default planner backend (PLANNER_AGENT_PLANNER).")
+    max_steps: int = Field(default=12, ge=1, description="Default step limit of an episode (PLANNER_AGENT_MAX_STEPS).")
+
+    @property
+    def store_path(self) -> Path:
+        return self.home / "trajectories.sqlite"
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values = {name: env[PREFIX + name.upper()] for name in cls.model_fields if PREFIX + name.upper() in env}
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            raise ConfigError(f"bad {PREFIX}* setting: {exc}") from exc
+
+
+def parse_host_port(value: str, default_port: int = 5037) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host:
+        host, port = value, str(default_port)
+    if not port.isdigit():
+        raise ConfigError(f"expected host:port, got {value!r}")
+    return host or "127.0.0.1", int(port)

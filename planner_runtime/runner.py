@@ -1,0 +1,96 @@
+"""Put the parts together for one goal: pick a device, seed the task, run the episode, verify.
+
+:func:`open_device` finds a phone — the given serial, else the first phone on the adb server,
+else the built-in virtual phone behind a private adb server — and :func:`run_goal` runs one
+episode on it, writing the trajectory and, when the goal is a task, its verdict.
+"""
+
+from __future__ import annotations
+
+import socket
+from contextlib import ExitStack, contextmanager
+from typing import Callable, Iterator
+
+from device_farm.adb import AdbDevice, list_serials
+from device_farm.adbserver import AdbServer
+from planner_runtime.contract import DeviceRef, Source, Step, Trajectory
+from planner_runtime.harness.episode import Episode, EpisodeLimits
+from planner_runtime.harness.toolbox import default_toolset
+from planner_runtime.harness.tools import ToolContext
+from planner_runtime.planners import Planner
+from planner_runtime.tasks.seeding import seed
+from planner_runtime.tasks.spec import TaskSpec
+from planner_runtime.tasks.verifiers import verify
+from planner_runtime.trajectories import TrajectoryStore
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=0.3).close()
+        return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def open_device(
+    serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print
+) -> Iterator[tuple[AdbDevice, DeviceRef, Source]]:
+    """Yield a connected device, its reference and the trajectory source it implies."""
+    with ExitStack() as stack:
+        if serial is None and _listening(adb_host, adb_port):
+            serials = list_serials(adb_host, adb_port)
+            serial = serials[0] if serials else None
+        if serial is not None:
+            device = AdbDevice(serial, adb_host=adb_host, adb_port=adb_port)
+            source = Source.real
+        else:
+            from device_farm.virtual import VirtualPhone  # only when no phone is attached
+
+            phone = stack.enter_context(VirtualPhone())
+            server = stack.enter_context(AdbServer())
+            serial = server.connect_device(f"127.0.0.1:{phone.port}")
+            say(f"No phone attached: started the built-in virtual phone at {serial} (private adb server on port {server.port}).")
+            device = AdbDevice(serial, adb_host=server.host, adb_port=server.port)
+            source = Source.sandbox
+        device.connect()
+        stack.callback(device.close)
+        info = device.info()
+        yield device, DeviceRef(serial=serial, model=info.model, kind="adb"), source
+
+
+def run_goal(
+    goal: str,
+    *,
+    device: AdbDevice,
+    device_ref: DeviceRef,
+    source: Source,
+    planner: Planner,
+    store: TrajectoryStore,
+    task: TaskSpec | None = None,
+    max_steps: int = 12,
+    on_step: Callable[[Step], None] | None = None,
+) -> Trajectory:
+    """Run one episode; seed before and verify after when ``task`` is given."""
+    if task is not None:
+        seed(task, device)
+        device.press("home")
+    ctx = ToolContext(device=device)
+    episode = Episode(
+        goal=goal,
+        planner=planner,
+        tools=default_toolset(),
+        ctx=ctx,
+        store=store,
+        device=device_ref,
+        source=source,
+        task_id=task.id if task else None,
+        limits=EpisodeLimits(max_steps=task.max_steps if task else max_steps),
+        on_step=on_step,
+    )
+    trajectory = episode.run()
+    if task is not None:
+        verdict = verify(task, device, trajectory)
+        store.set_verdict(trajectory.id, verdict)
+        trajectory = store.get(trajectory.id)
+    return trajectory
