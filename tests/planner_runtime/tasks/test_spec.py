@@ -1,0 +1,78 @@
+"""Task spec files: the built-in suite loads; bad files name their line and field."""
+
+import pytest
+
+from planner_runtime.errors import TaskSpecError
+from planner_runtime.tasks.spec import builtin_suite, load_suite
+
+
+def test_builtin_suite_has_the_three_skeleton_tasks():
+    suite = builtin_suite()
+    assert {t.id for t in suite.tasks} == {"clock.set_alarm", "contacts.add_contact", "clock.disable_alarm_gui"}
+    assert builtin_suite().tasks[0].rendered_goal() == "Set an alarm for 7:30"
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "suite.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD = """\
+tasks:
+  - id: a.one
+    goal: "Set an alarm for {hour}:00"
+    params: {hour: 7}
+    domain: clock
+    checks:
+      - content: {uri: "content://com.android.deskclock/alarms"}
+"""
+
+
+def test_a_valid_file_loads(tmp_path):
+    assert load_suite(_write(tmp_path, GOOD)).tasks[0].rendered_goal() == "Set an alarm for 7:00"
+
+
+def test_bad_uri_names_line_and_field(tmp_path):
+    path = _write(tmp_path, GOOD.replace("content://com.android.deskclock/alarms", "http://x"))
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(path)
+    assert info.value.line == 7
+    assert info.value.field == "tasks.0.checks.0.content.uri"
+    assert f"{path}:7" in str(info.value)
+
+
+def test_missing_field_names_the_task(tmp_path):
+    path = _write(tmp_path, GOOD.replace("    domain: clock\n", ""))
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(path)
+    assert info.value.field == "tasks.0.domain" and info.value.line == 2
+
+
+def test_check_with_two_kinds_is_rejected(tmp_path):
+    path = _write(tmp_path, GOOD.replace("      - content:", '      - answer_contains: "x"\n        content:'))
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(path)
+    assert "exactly one" in info.value.message and info.value.line == 7
+
+
+def test_goal_that_does_not_render(tmp_path):
+    path = _write(tmp_path, GOOD.replace("{hour}:00", "{minute}:00"))
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(path)
+    assert "goal template" in info.value.message
+
+
+def test_yaml_syntax_error_names_line(tmp_path):
+    path = _write(tmp_path, GOOD + "  - id: [unclosed\n")
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(path)
+    assert info.value.field == "yaml" and info.value.line is not None
+
+
+def test_duplicate_ids_are_rejected(tmp_path):
+    body = GOOD.split("\n", 1)[1]
+    path = _write(tmp_path, "tasks:\n" + body + body)
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(path)
+    assert "duplicate" in info.value.message and info.value.line == 8
