@@ -1,0 +1,88 @@
+"""Trajectory store on a real SQLite file: steps committed as they happen, crashes marked."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from planner_runtime.contract import (
+    DeviceRef,
+    Feedback,
+    Message,
+    Step,
+    ToolCall,
+    Trajectory,
+    TrajectoryStatus,
+    Usage,
+    Verdict,
+)
+from planner_runtime.trajectories import TrajectoryStore
+
+
+def _step(i: int) -> Step:
+    call = ToolCall(name="tap", arguments={"element": i})
+    return Step(
+        index=i,
+        messages=(Message(role="user", content="go"),),
+        raw_output="x",
+        tool_call=call,
+        feedback=Feedback.ok(call.call_id, {"i": i}),
+        usage=Usage(prompt_tokens=3, completion_tokens=1),
+    )
+
+
+def _header() -> Trajectory:
+    return Trajectory(goal="g", source="sandbox", device=DeviceRef(serial="s"), planner="scripted", task_id="t1")
+
+
+def test_write_read_and_query(tmp_path):
+    with TrajectoryStore(tmp_path / "t.sqlite") as store:
+        head = _header()
+        store.begin(head)
+        for i in range(3):
+            store.append_step(head.id, _step(i))
+        store.end(head.id, TrajectoryStatus.finished, answer="done", usage=Usage(prompt_tokens=9, completion_tokens=3))
+        store.set_verdict(head.id, Verdict(success=False, score=0.5, failure_kind="agent"))
+        traj = store.get(head.id)
+        assert [s.index for s in traj.steps] == [0, 1, 2]
+        assert traj.steps[1].tool_call.arguments == {"element": 1}
+        assert traj.status is TrajectoryStatus.finished and traj.answer == "done"
+        assert traj.verdict.failure_kind == "agent" and traj.usage.prompt_tokens == 9
+        assert list(store.ids(task_id="t1", success=False)) == [head.id]
+        assert list(store.ids(success=True)) == []
+
+
+def test_store_uses_wal(tmp_path):
+    with TrajectoryStore(tmp_path / "t.sqlite") as store:
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_kill_9_mid_episode_keeps_committed_steps_and_reads_interrupted(tmp_path):
+    path = tmp_path / "t.sqlite"
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {os.getcwd()!r})
+        from tests.planner_runtime.test_trajectories import _header, _step
+        from planner_runtime.trajectories import TrajectoryStore
+        store = TrajectoryStore({str(path)!r}).open()
+        head = _header()
+        store.begin(head)
+        store.append_step(head.id, _step(0))
+        store.append_step(head.id, _step(1))
+        print(head.id, flush=True)
+        time.sleep(60)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    traj_id = proc.stdout.readline().strip()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.05)
+    with TrajectoryStore(path) as store:
+        traj = store.get(traj_id)
+    assert traj.status is TrajectoryStatus.interrupted
+    assert [s.index for s in traj.steps] == [0, 1]
