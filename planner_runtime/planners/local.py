@@ -84,6 +84,7 @@ class LocalPlanner:
         self._kv: Any = None
         self._kv_ids: list[int] = []
         self._cache_kwarg = "past_key_values"
+        self.last_reused_tokens = 0  # prompt tokens the last plan() took from the KV cache
         self._lock = threading.Lock()
 
     @property
@@ -117,6 +118,15 @@ class LocalPlanner:
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    @property
+    def model(self) -> Any:
+        """The loaded (frozen) torch module, or ``None`` before :meth:`load`."""
+        return self._model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
 
     def load(self) -> LocalPlanner:
         """Resolve, provision if needed, and load the model; a no-op once loaded."""
@@ -211,6 +221,7 @@ class LocalPlanner:
 
         with torch.inference_mode():
             cache, reused = self._prefix_cache(input_ids)
+            self.last_reused_tokens = reused
             started = time.perf_counter()
             pending = input_ids[reused:]
             generated: list[int] = []
