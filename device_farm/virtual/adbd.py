@@ -156,7 +156,7 @@ class AdbdServer:
     """Accepts host connections on a TCP address and serves each one."""
 
     def __init__(self, banner: bytes, resolve: ServiceResolver, name: str) -> None:
-        self._banner = banner
+        self.banner = banner
         self._resolve = resolve
         self._name = name
         self._server: asyncio.base_events.Server | None = None
@@ -186,11 +186,13 @@ class AdbdServer:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        conn = AdbdConnection(reader, writer, self._banner, self._resolve, f"{self._name}<-{peer}")
+        conn = AdbdConnection(reader, writer, self.banner, self._resolve, f"{self._name}<-{peer}")
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
         try:
             await conn.serve()
+        except asyncio.CancelledError:
+            logger.debug("adbd %s: connection from %s cut", self._name, peer)
         finally:
             self._connections.discard(task)

@@ -25,6 +25,14 @@ class ShellSyntaxError(ValueError):
     """The command line does not parse."""
 
 
+class ShellExit(Exception):
+    """`exit [n]`: stop the line (and an interactive session) with status n."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 @dataclass
 class CommandContext:
     """What a command sees: the phone, its environment and its three byte streams."""
@@ -235,6 +243,7 @@ class ShellSession:
         self.env: dict[str, str] = {"PATH": "/product/bin:/apex/com.android.runtime/bin:/system/bin",
                                     "HOME": "/", "SHELL": SHELL_PATH, "USER": "shell", "?": "0"}
         self.env.update(env or {})
+        self.exited = False
 
     async def run(self, line: str, ctx_out: CommandContext) -> int:
         """Run a line; its output is appended to ctx_out.stdout/stderr. Returns the status."""
@@ -245,6 +254,17 @@ class ShellSession:
             self.env["?"] = "1"
             return 1
         status = int(self.env["?"])
+        try:
+            status = await self._program(program, ctx_out, status)
+        except ShellExit as done:
+            self.exited = True
+            status = done.status
+            if ctx_out.flush is not None:
+                await ctx_out.flush()
+        self.env["?"] = str(status)
+        return status
+
+    async def _program(self, program: CommandList, ctx_out: CommandContext, status: int) -> int:
         for connector, pipeline in program:
             if connector == "&&" and status != 0:
                 continue
@@ -252,6 +272,8 @@ class ShellSession:
                 continue
             status = await self._pipeline(pipeline, ctx_out)
             self.env["?"] = str(status)
+            if ctx_out.flush is not None:  # keeps stdout and stderr in order on merged streams
+                await ctx_out.flush()
         return status
 
     async def _pipeline(self, pipeline: Pipeline, ctx_out: CommandContext) -> int:
@@ -292,6 +314,8 @@ class ShellSession:
             elif op == "2>&1":
                 stderr_target = "&1"
         name = argv[0].rsplit("/", 1)[-1]
+        if name == "exit":
+            raise ShellExit(int(argv[1]) & 0xFF if len(argv) > 1 and argv[1].isdigit() else int(self.env["?"]))
         command = self.commands.get(name)
         if command is None:
             ctx.err(f"{SHELL_PATH}: {argv[0]}: inaccessible or not found\n")

@@ -38,6 +38,7 @@ class AdbStream:
         self._acked = asyncio.Event()
         self._acked.set()
         self._closed = False
+        self._closed_event = asyncio.Event()
         self.remote_closed = False
 
     # --- fed by the connection -------------------------------------------------------
@@ -51,6 +52,7 @@ class AdbStream:
     def on_remote_close(self) -> None:
         self.remote_closed = True
         self._closed = True
+        self._closed_event.set()
         self._inbox.put_nowait(None)
         self._acked.set()
 
@@ -58,6 +60,9 @@ class AdbStream:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    async def wait_closed(self) -> None:
+        await self._closed_event.wait()
 
     async def read(self) -> bytes:
         """Next chunk the host wrote; b"" once the stream is closed."""
@@ -104,6 +109,7 @@ class AdbStream:
             self._sink.forget_stream(self.local_id)
             return
         self._closed = True
+        self._closed_event.set()
         self._inbox.put_nowait(None)
         self._sink.forget_stream(self.local_id)
         await self._sink.send_packet(Packet(A_CLSE, self.local_id, self.remote_id))

@@ -12,7 +12,7 @@ import hashlib
 import re
 import stat
 import time
-from typing import Awaitable, Union
+from typing import Awaitable
 
 from device_farm.virtual.fs import FsError, Node
 from device_farm.virtual.shell import Command, CommandContext
@@ -251,4 +251,4 @@ COMMANDS: dict[str, Command] = {
     "md5sum": md5sum, "grep": grep, "sleep": sleep, "true": true, "false": false, "id": ident,
     "whoami": whoami, "ps": ps, "pidof": pidof, "date": date,
 }
-TOYBOX: dict[str, Union[Command]] = {"toybox": toybox}
+

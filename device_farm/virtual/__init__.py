@@ -1,0 +1,6 @@
+"""The virtual phone: a programmable Android device that speaks the real adbd wire
+protocol and the uiautomator2 JSON-RPC, so the same client code drives it and a real phone."""
+
+from device_farm.virtual.phone import VirtualPhone
+
+__all__ = ["VirtualPhone"]

@@ -1,0 +1,17 @@
+"""The apps installed on a fresh virtual phone."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from device_farm.virtual.apps.base import App
+
+if TYPE_CHECKING:
+    from device_farm.virtual.system import AndroidSystem
+
+
+def default_apps() -> list[Callable[["AndroidSystem"], App]]:
+    """Factories for the stock apps, home screen first."""
+    from device_farm.virtual.apps.launcher import Launcher
+
+    return [Launcher]

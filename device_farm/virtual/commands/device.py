@@ -1,0 +1,206 @@
+"""Device-level commands: getprop/setprop, settings, wm, input, dumpsys, uiautomator dump,
+`cmd SERVICE`, and `app_process` for the uiautomator2 server class."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable
+
+from device_farm.virtual.commands.am import am
+from device_farm.virtual.commands.pm import dumpsys_package, pm
+from device_farm.virtual.fs import FsError
+from device_farm.virtual.shell import CommandContext
+from device_farm.virtual.system import DENSITY, HEIGHT, KEYCODES, WIDTH
+from device_farm.virtual.ui import hierarchy_xml
+
+U2_MAIN_CLASS = "com.wetest.uia2.Main"
+
+
+def getprop(ctx: CommandContext, args: list[str]) -> int:
+    props = ctx.system.props
+    if not args:
+        for key in sorted(props):
+            ctx.out(f"[{key}]: [{props[key]}]\n")
+        return 0
+    ctx.out(props.get(args[0], args[1] if len(args) > 1 else "") + "\n")
+    return 0
+
+
+def setprop(ctx: CommandContext, args: list[str]) -> int:
+    if len(args) != 2:
+        ctx.err("setprop: need 2 arguments\n")
+        return 1
+    if args[0].startswith("ro."):
+        ctx.err(f"Failed to set property '{args[0]}' to '{args[1]}'.\n")
+        return 1
+    ctx.system.props[args[0]] = args[1]
+    return 0
+
+
+def settings(ctx: CommandContext, args: list[str]) -> int:
+    args = [a for a in args if a not in ("--user", "current", "0")] if "--user" in args else args
+    if len(args) < 2 or args[1] not in ctx.system.settings:
+        ctx.err("usage:  settings [--user <USER_ID> | current] get namespace key\n")
+        return 1
+    verb, table = args[0], ctx.system.settings[args[1]]
+    if verb == "get" and len(args) == 3:
+        ctx.out(table.get(args[2], "null") + "\n")
+    elif verb == "put" and len(args) >= 4:
+        table[args[2]] = args[3]
+    elif verb == "delete" and len(args) == 3:
+        ctx.out(f"Deleted {1 if table.pop(args[2], None) is not None else 0} rows\n")
+    elif verb == "list":
+        for key in sorted(table):
+            ctx.out(f"{key}={table[key]}\n")
+    else:
+        ctx.err(f"Invalid command: {verb}\n")
+        return 1
+    return 0
+
+
+def wm(ctx: CommandContext, args: list[str]) -> int:
+    if args[:1] == ["size"]:
+        ctx.out(f"Physical size: {WIDTH}x{HEIGHT}\n")
+    elif args[:1] == ["density"]:
+        ctx.out(f"Physical density: {DENSITY}\n")
+    else:
+        ctx.err("Window manager (window) commands:\n  size\n  density\n")
+        return 1
+    return 0
+
+
+def _keycode(name: str) -> int | None:
+    if name.isdigit():
+        return int(name)
+    return KEYCODES.get(name.upper().removeprefix("KEYCODE_"))
+
+
+def input_(ctx: CommandContext, args: list[str]) -> int:
+    if args and args[0] in ("touchscreen", "keyboard", "mouse", "trackball", "stylus"):
+        args = args[1:]
+    if not args:
+        ctx.err("Usage: input [<source>] <command> [<arg>...]\n")
+        return 1
+    verb, rest = args[0], args[1:]
+    system = ctx.system
+    try:
+        if verb == "tap" and len(rest) == 2:
+            system.tap(float(rest[0]), float(rest[1]))
+        elif verb == "keyevent" and rest:
+            for name in rest:
+                if name.startswith("--"):
+                    continue
+                code = _keycode(name)
+                if code is None:
+                    ctx.err(f"Error: Unknown keycode {name}\n")
+                    return 1
+                system.key(code)
+        elif verb == "text" and rest:
+            system.input_text(" ".join(rest).replace("%s", " "))
+        elif verb in ("swipe", "draganddrop", "motionevent", "press", "roll", "scroll"):
+            pass
+        else:
+            ctx.err(f"Error: Invalid arguments for command: {verb}\n")
+            return 1
+    except ValueError:
+        ctx.err(f"Error: Invalid arguments for command: {verb}\n")
+        return 1
+    return 0
+
+
+def dumpsys(ctx: CommandContext, args: list[str]) -> int:
+    system = ctx.system
+    service = args[0] if args else ""
+    comp = system.current_component()
+    token = f"{id(system.foreground) & 0xFFFFFFF:x}"
+    if service == "window":
+        ctx.out(
+            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
+            f"  Window #0 Window{{{token} u0 {comp.package}/{comp.cls}}}:\n"
+            f"    mDisplayId=0 rootTaskId=1 mSession=Session{{{token} 0:1000}}\n"
+            f"  mCurrentFocus=Window{{{token} u0 {comp.package}/{comp.cls}}}\n"
+            f"  mFocusedApp=ActivityRecord{{{token} u0 {comp.short()} t{len(system.stack)}}}\n"
+        )
+    elif service == "activity" and args[1:2] == ["top"]:
+        pid = next((p.pid for p in system.processes() if p.name == comp.package), 0)
+        ctx.out(f"TASK {comp.package} id={len(system.stack)}\n"
+                f"  ACTIVITY {comp.short()} {token} pid={pid}\n")
+    elif service == "activity":
+        ctx.out(f"  mResumedActivity: ActivityRecord{{{token} u0 {comp.short()} t{len(system.stack)}}}\n")
+    elif service == "package" and len(args) > 1:
+        return dumpsys_package(ctx, args[1])
+    elif service == "display":
+        ctx.out(f"  mDefaultViewport=DisplayViewport{{valid=true, orientation=0, "
+                f"deviceWidth={WIDTH}, deviceHeight={HEIGHT}}}\n")
+    elif service == "power":
+        on = system.screen_on
+        ctx.out(f"  mWakefulness={'Awake' if on else 'Asleep'}\n"
+                f"  mHoldingDisplaySuspendBlocker={'true' if on else 'false'}\n")
+    elif service == "battery":
+        ctx.out("Current Battery Service state:\n  AC powered: false\n  USB powered: true\n"
+                "  Wireless powered: false\n  status: 2\n  health: 2\n  present: true\n"
+                "  level: 100\n  scale: 100\n  voltage: 4400\n  temperature: 250\n")
+    else:
+        ctx.out(f"Can't find service: {service}\n")
+    return 0
+
+
+def uiautomator(ctx: CommandContext, args: list[str]) -> int:
+    if not args or args[0] != "dump":
+        ctx.err("Usage: uiautomator <subcommand> [options]\n  dump [--compressed] [file]\n")
+        return 1
+    files = [a for a in args[1:] if not a.startswith("--")]
+    path = files[0] if files else "/sdcard/window_dump.xml"
+    try:
+        ctx.system.fs.write(path, hierarchy_xml(ctx.system.window()).encode(), parents=False)
+    except FsError as exc:
+        ctx.err(f"ERROR: could not write {path}: {exc.args[0]}\n")
+        return 1
+    ctx.out(f"UI hierchary dumped to: {path}\n")
+    return 0
+
+
+async def app_process(ctx: CommandContext, args: list[str]) -> int:
+    """Runs the uiautomator2 server class from its jar until the shell stream closes."""
+    classpath = ctx.env.get("CLASSPATH", "")
+    cls = next((a for a in args if not a.startswith(("-", "/")) and not a.isdigit()), "")
+    if cls != U2_MAIN_CLASS:
+        ctx.err(f"Error: Could not find class '{cls}'\n")
+        return 1
+    try:
+        ctx.system.fs.read(classpath)
+    except FsError:
+        ctx.err(f"java.lang.ClassNotFoundException: Didn't find class \"{cls}\" on path: {classpath}\n")
+        return 1
+    port = int(args[args.index("-p") + 1]) if "-p" in args else 9008
+    handler = ctx.system.uiautomator_handler
+    if port in ctx.system.listeners or handler is None:
+        ctx.err("java.lang.IllegalStateException: UiAutomationService "
+                "android.accessibilityservice.IAccessibilityServiceClient$Stub$Proxy@5deffd5"
+                "already registered!\n")
+        return 1
+    ctx.system.listeners[port] = handler
+    ctx.out("[server] INFO: [UiAutomator2Server] Starting Server\n")
+    try:
+        if ctx.flush is not None:
+            await ctx.flush()
+        await asyncio.Event().wait()
+    finally:
+        if ctx.system.listeners.get(port) is handler:
+            del ctx.system.listeners[port]
+    return 0
+
+
+def cmd(ctx: CommandContext, args: list[str]) -> int | Awaitable[int]:
+    services = {"package": pm, "activity": am, "settings": settings, "window": wm, "input": input_}
+    if not args:
+        ctx.err("cmd: No service specified; use -l to list all running services.\n")
+        return 1
+    if args[0] == "-l":
+        ctx.out("Currently running services:\n" + "".join(f"  {s}\n" for s in services))
+        return 0
+    handler = services.get(args[0])
+    if handler is None:
+        ctx.err(f"cmd: Can't find service: {args[0]}\n")
+        return 20
+    return handler(ctx, args[1:])

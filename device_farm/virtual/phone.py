@@ -1,0 +1,179 @@
+"""VirtualPhone: a programmable Android device reachable through the real adb server.
+
+It owns an asyncio loop (in a background thread with `start()`, or in the foreground with
+`serve_forever()`), an adbd on loopback TCP, the Android system state, and the
+uiautomator2 server behind `tcp:9008`. Construction does no I/O. Its state is observable
+only through adb, like a real phone's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import Future
+from typing import Callable, Coroutine, TypeVar
+
+from device_farm.virtual.adbd import AdbdServer, make_banner
+from device_farm.virtual.apps import default_apps
+from device_farm.virtual.apps.base import App
+from device_farm.virtual.commands import default_commands
+from device_farm.virtual.services import ServiceRouter
+from device_farm.virtual.system import AndroidSystem
+from device_farm.virtual.u2server import UiAutomatorServer
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+U2_PORT = 9008
+
+
+class PhoneNotRunning(RuntimeError):
+    """The phone was used before start() or after stop()."""
+
+
+class VirtualPhone:
+    """One virtual phone. Several can run in one process, each with its own port."""
+
+    def __init__(self, port: int = 0, serial: str | None = None, host: str = "127.0.0.1",
+                 model: str = "Pixel 7", product: str = "panther",
+                 apps: list[Callable[[AndroidSystem], App]] | None = None,
+                 uiautomator_running: bool = True) -> None:
+        """`uiautomator_running`: the uiautomator2 server is up from boot (else it starts
+        only through `app_process`, as uiautomator2's client does on a fresh phone)."""
+        self.host = host
+        self.port = port
+        self._serial = serial
+        self._model = model
+        self._product = product
+        self._apps = apps if apps is not None else default_apps()
+        self._u2_at_boot = uiautomator_running
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: AdbdServer | None = None
+        self._system: AndroidSystem | None = None
+        self._u2 = UiAutomatorServer(self._current_system)
+
+    @property
+    def serial(self) -> str:
+        """ro.serialno (known once the port is bound when none was given)."""
+        return self._serial or f"virtual-{self.port}"
+
+    @property
+    def address(self) -> str:
+        """What `adb connect` takes."""
+        return f"{self.host}:{self.port}"
+
+    def _current_system(self) -> AndroidSystem:
+        if self._system is None:
+            raise PhoneNotRunning("the phone is not running")
+        return self._system
+
+    def _boot_system(self) -> None:
+        if self._system is not None:
+            self._system.shutdown()
+        system = AndroidSystem(self.serial, self._apps, model=self._model, product=self._product)
+        system.uiautomator_handler = self._u2.serve
+        if self._u2_at_boot:
+            system.listeners[U2_PORT] = self._u2.serve
+        self._system = system
+
+    async def _startup(self) -> None:
+        router = ServiceRouter(self._current_system, default_commands())
+        self._server = AdbdServer(b"", router.resolve, name=f"{self.host}:{self.port}")
+        self.port = await self._server.start(self.host, self.port)
+        self._boot_system()
+        self._server.banner = make_banner(self._current_system().props)
+        logger.info("virtual phone %s listening on %s", self.serial, self.address)
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
+        if self._system is not None:
+            self._system.shutdown()
+            self._system = None
+        logger.info("virtual phone %s stopped", self.serial)
+
+    # --- lifecycle -----------------------------------------------------------------
+    def start(self) -> "VirtualPhone":
+        """Serve on a background daemon thread; returns once listening."""
+        if self._thread is not None:
+            return self
+        loop = asyncio.new_event_loop()
+        ready: Future[None] = Future()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._startup())
+            except Exception as exc:  # reported to the caller of start()
+                ready.set_exception(exc)
+                loop.close()
+                return
+            ready.set_result(None)
+            loop.run_forever()
+            loop.run_until_complete(self._shutdown())
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name=f"virtual-phone-{self.port}", daemon=True)
+        self._thread.start()
+        try:
+            ready.result(timeout=30)
+        except Exception:
+            self._thread.join()
+            self._thread, self._loop = None, None
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._thread, self._loop = None, None
+
+    def serve_forever(self) -> None:
+        """Serve in the foreground until interrupted (for `planner-agent phone serve`)."""
+
+        async def main() -> None:
+            await self._startup()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await self._shutdown()
+
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            pass
+
+    def __enter__(self) -> "VirtualPhone":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- control -------------------------------------------------------------------
+    def call(self, fn: Callable[[], Coroutine[object, object, T]]) -> T:
+        """Run a coroutine on the phone's loop and wait for its result."""
+        if self._loop is None:
+            raise PhoneNotRunning("the phone is not running")
+        return asyncio.run_coroutine_threadsafe(fn(), self._loop).result(timeout=30)
+
+    def reset(self) -> None:
+        """Factory reset: fresh system state (no alarms, no contacts, empty /sdcard)."""
+
+        async def do() -> None:
+            self._boot_system()
+
+        self.call(do)
+
+    def disconnect_host(self) -> None:
+        """Drop every adb connection now (the cable is pulled); the phone keeps listening."""
+
+        async def do() -> None:
+            if self._server is not None:
+                await self._server.drop_connections()
+
+        self.call(do)

@@ -1,0 +1,175 @@
+"""The `shell:`, `shell,v2,...:` and `exec:` services: run command lines on a stream.
+
+v1 and exec send raw output and close at the end (exit status is lost, as on Android).
+v2 frames every message as `id u8, length u32le, data`: stdout 1, stderr 2, exit 3 from
+the device; stdin 0, close-stdin 3 and window-size 4 from the host. With `pty` the output is
+merged and NL becomes CRNL; an empty command opens an interactive shell whose line
+discipline echoes input and turns CR into NL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from device_farm.virtual.shell import Command, CommandContext, ShellSession
+from device_farm.virtual.stream import AdbStream, StreamClosed
+
+if TYPE_CHECKING:
+    from device_farm.virtual.system import AndroidSystem
+
+ID_STDIN, ID_STDOUT, ID_STDERR, ID_EXIT, ID_CLOSE_STDIN, ID_WINDOW = 0, 1, 2, 3, 3, 4
+_V2_HEADER = struct.Struct("<BI")
+
+
+@dataclass(frozen=True)
+class ShellSpec:
+    """What the host asked for: `shell,v2,TERM=xterm,raw:ls` -> v2, not pty, 'ls'."""
+
+    command: str
+    v2: bool
+    pty: bool
+
+    @classmethod
+    def parse(cls, service: str) -> "ShellSpec":
+        if service.startswith("exec:"):
+            return cls(service[len("exec:") :], v2=False, pty=False)
+        head, _, command = service.partition(":")
+        args = head.split(",")[1:]
+        pty = "pty" in args or ("raw" not in args and not command.strip())
+        return cls(command, v2="v2" in args, pty=pty)
+
+
+class ShellChannel:
+    """Writes shell output on a stream in v1/raw or v2 framing, with pty translation."""
+
+    def __init__(self, stream: AdbStream, spec: ShellSpec) -> None:
+        self._stream = stream
+        self._spec = spec
+
+    async def send(self, data: bytes, ident: int = ID_STDOUT) -> None:
+        if not data:
+            return
+        if self._spec.pty:
+            data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+            ident = ID_STDOUT
+        if self._spec.v2:
+            data = _V2_HEADER.pack(ident, len(data)) + data
+        await self._stream.write(data)
+
+    async def exit(self, status: int) -> None:
+        if self._spec.v2:
+            await self._stream.write(_V2_HEADER.pack(ID_EXIT, 1) + bytes([status & 0xFF]))
+
+    async def read_input(self) -> bytes:
+        """Next stdin bytes from the host; b"" at close-stdin or end of stream."""
+        while True:
+            if not self._spec.v2:
+                return await self._stream.read()
+            ident, length = _V2_HEADER.unpack(await self._stream.read_exactly(5))
+            data = await self._stream.read_exactly(length) if length else b""
+            if ident == ID_STDIN:
+                if data:
+                    return data
+            elif ident == ID_CLOSE_STDIN:
+                return b""
+
+
+class ShellService:
+    """One shell stream."""
+
+    def __init__(self, system: "AndroidSystem", commands: dict[str, Command], spec: ShellSpec) -> None:
+        self._session = ShellSession(system, commands, {"TERM": "xterm-256color"} if spec.pty else None)
+        self._system = system
+        self._spec = spec
+
+    async def serve(self, stream: AdbStream) -> None:
+        channel = ShellChannel(stream, self._spec)
+        if self._spec.pty and not self._spec.command.strip():
+            status = await self._interactive(channel)
+        else:
+            status = await self._run_once(channel, stream)
+        await channel.exit(status)
+
+    def _context(self, channel: ShellChannel) -> CommandContext:
+        ctx = CommandContext(self._system, self._session.env, b"")
+
+        async def flush() -> None:
+            out, err = bytes(ctx.stdout), bytes(ctx.stderr)
+            ctx.stdout.clear()
+            ctx.stderr.clear()
+            await channel.send(out, ID_STDOUT)
+            await channel.send(err, ID_STDERR)
+
+        ctx.flush = flush
+        return ctx
+
+    async def _run_once(self, channel: ShellChannel, stream: AdbStream) -> int:
+        ctx = self._context(channel)
+        job = asyncio.ensure_future(self._session.run(self._spec.command, ctx))
+        watcher = asyncio.ensure_future(self._watch_host(channel, stream))
+        try:
+            await asyncio.wait({job, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if not job.done():  # the host closed the stream: stop the command
+                job.cancel()
+                await asyncio.gather(job, return_exceptions=True)
+                raise StreamClosed("host closed the shell stream")
+            status = job.result()
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+        assert ctx.flush is not None
+        await ctx.flush()
+        return status
+
+    @staticmethod
+    async def _watch_host(channel: ShellChannel, stream: AdbStream) -> None:
+        """Consume (and ignore) host input; return when the stream closes."""
+        try:
+            while await channel.read_input():
+                pass
+            await stream.wait_closed()
+        except StreamClosed:
+            return
+
+    def _prompt(self) -> bytes:
+        return f"{self._system.props.get('ro.product.device', 'generic')}:/ $ ".encode()
+
+    async def _interactive(self, channel: ShellChannel) -> int:
+        await channel.send(self._prompt())
+        line = bytearray()
+        status = 0
+        while True:
+            try:
+                data = await channel.read_input()
+            except StreamClosed:
+                return status
+            if not data:
+                return status
+            for byte in data:
+                if byte in (0x0D, 0x0A):
+                    await channel.send(b"\n")
+                    text = line.decode("utf-8", "replace").strip()
+                    line.clear()
+                    if text:
+                        ctx = self._context(channel)
+                        status = await self._session.run(text, ctx)
+                        assert ctx.flush is not None
+                        await ctx.flush()
+                        if self._session.exited:
+                            return status
+                    await channel.send(self._prompt())
+                elif byte == 0x04 and not line:
+                    return status
+                elif byte == 0x03:
+                    line.clear()
+                    await channel.send(b"^C\n" + self._prompt())
+                elif byte in (0x7F, 0x08):
+                    if line:
+                        line.pop()
+                        await channel.send(b"\b \b")
+                elif byte >= 0x20 or byte == 0x09:
+                    line.append(byte)
+                    await channel.send(bytes([byte]))

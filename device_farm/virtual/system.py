@@ -1,0 +1,248 @@
+"""The Android "system" of the virtual phone: packages, the activity stack, intent
+resolution, content resolver, input dispatch, processes, properties and settings.
+
+All state lives here and is touched only from the phone's event loop, so no locking is
+needed. Everything a client can observe is reached through adb (shell commands, sync,
+the uiautomator2 server); nothing outside the phone reads this object directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from device_farm.virtual.apps.base import NAV_BAR_HEIGHT, STATUS_BAR_HEIGHT, Activity, App
+from device_farm.virtual.content import SqliteProvider
+from device_farm.virtual.fs import FileSystem
+from device_farm.virtual.intents import (
+    ACTION_MAIN, CATEGORY_HOME, CATEGORY_LAUNCHER, ComponentName, Intent,
+)
+from device_farm.virtual.ui import Bounds, ViewNode, hit_test, walk
+
+if TYPE_CHECKING:
+    from device_farm.virtual.stream import StreamHandler
+
+WIDTH, HEIGHT, DENSITY = 1080, 2400, 420
+KEYCODES: dict[str, int] = {
+    "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "DPAD_LEFT": 21, "DPAD_RIGHT": 22,
+    "DPAD_CENTER": 23, "VOLUME_UP": 24, "VOLUME_DOWN": 25, "POWER": 26, "CAMERA": 27,
+    "TAB": 61, "SPACE": 62, "ENTER": 66, "DEL": 67, "MENU": 82, "SEARCH": 84,
+    "VOLUME_MUTE": 164, "APP_SWITCH": 187, "WAKEUP": 224, "SLEEP": 223,
+}
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    ppid: int
+    user: str
+    name: str
+
+
+@dataclass(frozen=True)
+class StartResult:
+    """Outcome of startActivity: `error` is the line `am` prints on failure."""
+
+    error: str | None = None
+    delivered_to_top: bool = False
+
+
+class AndroidSystem:
+    """One phone's system state."""
+
+    def __init__(self, serial: str, app_factories: list[Callable[["AndroidSystem"], App]],
+                 model: str = "Pixel 7", product: str = "panther") -> None:
+        self.serial = serial
+        self.props: dict[str, str] = {
+            "ro.serialno": serial, "ro.product.model": model, "ro.product.name": product,
+            "ro.product.device": product, "ro.product.brand": "google",
+            "ro.product.manufacturer": "Google", "ro.product.cpu.abi": "arm64-v8a",
+            "ro.build.version.sdk": "34", "ro.build.version.release": "14",
+            "ro.build.type": "user", "ro.build.id": "UQ1A.240205.004",
+            "ro.build.fingerprint": f"google/{product}/{product}:14/UQ1A.240205.004/11269751:user/release-keys",
+            "ro.debuggable": "0", "ro.secure": "1", "sys.boot_completed": "1",
+            "init.svc.bootanim": "stopped", "persist.sys.timezone": "UTC",
+            "ro.sf.lcd_density": str(DENSITY), "service.adb.tcp.port": "-1",
+        }
+        self.settings: dict[str, dict[str, str]] = {
+            "system": {"screen_brightness": "102", "screen_off_timeout": "60000",
+                       "pointer_location": "0", "show_touches": "0"},
+            "secure": {"default_input_method": "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
+                       "android_id": f"{abs(hash(serial)) & 0xFFFFFFFFFFFF:016x}"},
+            "global": {"airplane_mode_on": "0", "adb_enabled": "1", "wifi_on": "1",
+                       "development_settings_enabled": "1"},
+        }
+        self.fs = FileSystem()
+        self.listeners: dict[int, "StreamHandler"] = {}
+        """In-phone TCP listeners reachable through the `tcp:<port>` service."""
+        self.uiautomator_handler: "StreamHandler | None" = None
+        """What `app_process ... com.wetest.uia2.Main` serves (set by the phone)."""
+        self.screen_on = True
+        self.clipboard: str | None = None
+        self.apps: dict[str, App] = {}
+        for factory in app_factories:
+            app = factory(self)
+            self.apps[app.package] = app
+        self._pids = itertools.count(10000)
+        self._procs: dict[str, Process] = {}
+        self.stack: list[Activity] = []
+        self.home()
+
+    def shutdown(self) -> None:
+        """Release the providers' databases."""
+        for app in self.apps.values():
+            for provider in app.providers():
+                provider.close()
+
+    # --- packages and processes -------------------------------------------------------
+    def processes(self) -> list[Process]:
+        return list(self._procs.values())
+
+    def _ensure_process(self, app: App) -> None:
+        if app.package not in self._procs:
+            uid = 10000 + list(self.apps).index(app.package) + 100
+            self._procs[app.package] = Process(next(self._pids), 1, f"u0_a{uid - 10000}", app.package)
+
+    def provider(self, authority: str) -> SqliteProvider | None:
+        for app in self.apps.values():
+            for provider in app.providers():
+                if provider.AUTHORITY == authority:
+                    return provider
+        return None
+
+    # --- activities ----------------------------------------------------------------
+    @property
+    def foreground(self) -> Activity:
+        return self.stack[-1]
+
+    def home_app(self) -> App:
+        for app in self.apps.values():
+            if app.resolve(Intent(ACTION_MAIN, categories=[CATEGORY_HOME])):
+                return app
+        raise LookupError("no home app installed")
+
+    def resolve(self, intent: Intent) -> tuple[App, str] | str:
+        """(app, activity class) for an intent, or the error `am` prints."""
+        if intent.component is not None:
+            app = self.apps.get(intent.component.package)
+            if app is None or intent.component.cls not in app.ACTIVITIES:
+                return (f"Error type 3\nError: Activity class {{{intent.component.short()}}} "
+                        "does not exist.")
+            return app, intent.component.cls
+        candidates = [self.apps[intent.package]] if intent.package in self.apps else (
+            [] if intent.package else list(self.apps.values()))
+        for app in candidates:
+            if CATEGORY_LAUNCHER in intent.categories and intent.action in (None, ACTION_MAIN):
+                if app.LAUNCHER_ACTIVITY:
+                    return app, app.LAUNCHER_ACTIVITY
+                continue
+            activity = app.resolve(intent)
+            if activity is not None:
+                return app, activity
+        return f"Error: Activity not started, unable to resolve {intent.to_short_string()}"
+
+    def start_activity(self, intent: Intent) -> StartResult:
+        target = self.resolve(intent)
+        if isinstance(target, str):
+            return StartResult(error=target)
+        app, cls = target
+        self._ensure_process(app)
+        top = self.foreground if self.stack else None
+        if top is not None and top.package == app.package and top.name == cls and (
+                CATEGORY_LAUNCHER in intent.categories):
+            return StartResult(delivered_to_top=True)
+        activity = app.launch(cls, intent)
+        if activity is not None:
+            self.stack.append(activity)
+        return StartResult()
+
+    def finish_activity(self, activity: Activity) -> None:
+        if activity in self.stack:
+            self.stack.remove(activity)
+        if not self.stack:
+            self.home()
+
+    def home(self) -> None:
+        """Show the home screen; other tasks go to the background (their activities end)."""
+        app = self.home_app()
+        self._ensure_process(app)
+        launcher = next((a for a in self.stack if a.app is app), None)
+        if launcher is None:
+            intent = Intent(ACTION_MAIN, categories=[CATEGORY_HOME])
+            launcher = app.launch(str(app.resolve(intent)), intent)
+            assert launcher is not None
+        self.stack = [launcher]
+
+    def back(self) -> None:
+        top = self.foreground
+        if top.on_back():
+            return
+        if len(self.stack) > 1:
+            self.stack.pop()
+
+    def force_stop(self, package: str) -> None:
+        if package == self.home_app().package:
+            return
+        self.stack = [a for a in self.stack if a.package != package]
+        self._procs.pop(package, None)
+        if not self.stack:
+            self.home()
+
+    def current_component(self) -> ComponentName:
+        return ComponentName(self.foreground.package, self.foreground.name)
+
+    # --- screen and input ----------------------------------------------------------
+    def window(self) -> ViewNode:
+        """The focused window's view tree, freshly built."""
+        activity = self.foreground
+        content = Bounds(0, STATUS_BAR_HEIGHT, WIDTH, HEIGHT - NAV_BAR_HEIGHT)
+        root = ViewNode("android.widget.FrameLayout", Bounds(0, 0, WIDTH, HEIGHT), children=[
+            ViewNode("android.widget.FrameLayout", content, resource_id="android:id/content",
+                     children=activity.build(content)),
+        ])
+        root.set_package(activity.package)
+        return root
+
+    def tap(self, x: float, y: float) -> bool:
+        """Dispatch a tap; True if some view took it."""
+        node = hit_test(self.window(), x, y)
+        if node is None:
+            return False
+        activity = self.foreground
+        if node.editable and node.focusable:
+            activity.focused = node.resource_id
+        if node.on_click is not None:
+            node.on_click()
+        return True
+
+    def focused_field(self) -> ViewNode | None:
+        for node, _, _ in walk(self.window()):
+            if node.focused and node.editable:
+                return node
+        return None
+
+    def set_text(self, node: ViewNode, text: str) -> None:
+        if node.on_set_text is not None:
+            node.on_set_text(text)
+
+    def input_text(self, text: str) -> bool:
+        field = self.focused_field()
+        if field is None:
+            return False
+        self.set_text(field, field.value + text)
+        return True
+
+    def key(self, code: int) -> None:
+        if code == KEYCODES["BACK"]:
+            self.back()
+        elif code == KEYCODES["HOME"]:
+            self.home()
+        elif code == KEYCODES["DEL"]:
+            field = self.focused_field()
+            if field is not None and field.value:
+                self.set_text(field, field.value[:-1])
+        elif code in (KEYCODES["POWER"], KEYCODES["SLEEP"]):
+            self.screen_on = code == KEYCODES["POWER"] and not self.screen_on
+        elif code == KEYCODES["WAKEUP"]:
+            self.screen_on = True
