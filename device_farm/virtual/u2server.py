@@ -1,8 +1,306 @@
-"""placeholder"""
+"""The uiautomator2 server behind `tcp:9008`: HTTP/1.1 with keep-alive, `GET /ping`, and
+JSON-RPC 2.0 on `POST /jsonrpc/0` with the methods uiautomator2 3.7.1 calls.
+
+Several requests may arrive on one stream (bodies framed by Content-Length); each response
+is written in one piece with a Content-Length. Missing views answer error -32002 with
+`androidx.test.uiautomator.UiObjectNotFoundException` in the message, which uiautomator2
+maps to UiObjectNotFoundError.
+"""
+
 from __future__ import annotations
-from typing import Callable
+
+import asyncio
+import json
+import logging
+from typing import Any, Callable
+
+from device_farm.virtual.selector import describe, find, find_all
+from device_farm.virtual.stream import AdbStream
+from device_farm.virtual.system import DENSITY, HEIGHT, KEYCODES, WIDTH, AndroidSystem
+from device_farm.virtual.ui import ViewNode, hierarchy_xml, obj_info
+
+logger = logging.getLogger(__name__)
+
+MAX_HEADER = 64 * 1024
+MAX_BODY = 16 * 1024 * 1024
+POLL_S = 0.05
+KEY_NAMES = {
+    "home": "HOME", "back": "BACK", "left": "DPAD_LEFT", "right": "DPAD_RIGHT", "up": "DPAD_UP",
+    "down": "DPAD_DOWN", "center": "DPAD_CENTER", "menu": "MENU", "search": "SEARCH",
+    "enter": "ENTER", "delete": "DEL", "del": "DEL", "recent": "APP_SWITCH",
+    "volume_up": "VOLUME_UP", "volume_down": "VOLUME_DOWN", "volume_mute": "VOLUME_MUTE",
+    "camera": "CAMERA", "power": "POWER",
+}
+
+
+class RpcError(Exception):
+    """Answered as a JSON-RPC error object."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+def not_found(selector: dict[str, Any]) -> RpcError:
+    text = f"androidx.test.uiautomator.UiObjectNotFoundException: {describe(selector)}"
+    return RpcError(-32002, text, text + "\n\tat com.wetest.uia2.stub.AutomatorServiceImpl.getUiObject")
+
+
+class HttpError(ValueError):
+    """The request is not HTTP we can answer; the stream is closed."""
+
+
 class UiAutomatorServer:
-    def __init__(self, system: Callable[[], object]) -> None:
+    """Serves uiautomator2 clients on whatever system the phone currently runs."""
+
+    def __init__(self, system: Callable[[], AndroidSystem]) -> None:
         self._system = system
-    async def serve(self, stream) -> None:
-        await stream.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong")
+        self._methods: dict[str, Callable[..., Any]] = {
+            name[4:]: getattr(self, name) for name in dir(self) if name.startswith("rpc_")
+        }
+
+    # --- HTTP ----------------------------------------------------------------------
+    async def serve(self, stream: AdbStream) -> None:
+        buf = bytearray()
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = await stream.read()
+                    if not data:
+                        return
+                    buf += data
+                    if len(buf) > MAX_HEADER and b"\r\n\r\n" not in buf:
+                        raise HttpError("request header too large")
+                head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+                method, path, headers = self._parse_head(head)
+                length = int(headers.get("content-length", "0") or 0)
+                if length < 0 or length > MAX_BODY:
+                    raise HttpError(f"bad Content-Length {length}")
+                buf = bytearray(rest)
+                while len(buf) < length:
+                    data = await stream.read()
+                    if not data:
+                        return
+                    buf += data
+                body, buf = bytes(buf[:length]), buf[length:]
+                status, ctype, payload = await self._route(method, path, body)
+                keep = headers.get("connection", "").lower() != "close"
+                head_out = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                            f"Content-Length: {len(payload)}\r\n"
+                            f"Connection: {'keep-alive' if keep else 'close'}\r\n\r\n")
+                await stream.write(head_out.encode() + payload)
+                if not keep:
+                    return
+        except HttpError as exc:
+            logger.warning("uiautomator2 server: closing stream: %s", exc)
+
+    @staticmethod
+    def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+            raise HttpError(f"bad request line {lines[0][:80]!r}")
+        headers = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        return parts[0], parts[1], headers
+
+    async def _route(self, method: str, path: str, body: bytes) -> tuple[str, str, bytes]:
+        if method == "GET" and path == "/ping":
+            return "200 OK", "text/plain", b"pong"
+        if method == "GET" and path == "/version":
+            return "200 OK", "text/plain", b"3.7.1"
+        if method == "POST" and path.startswith("/jsonrpc/0"):
+            return "200 OK", "application/json; charset=UTF-8", await self._jsonrpc(body)
+        return "404 Not Found", "text/plain", b"Not Found"
+
+    async def _jsonrpc(self, body: bytes) -> bytes:
+        req_id: Any = None
+        try:
+            try:
+                request = json.loads(body)
+            except ValueError as exc:
+                raise RpcError(-32700, f"Parse error: {exc}") from exc
+            if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+                raise RpcError(-32600, "Invalid Request")
+            req_id = request.get("id")
+            handler = self._methods.get(request["method"])
+            if handler is None:
+                raise RpcError(-32601, f"Method not found: {request['method']}")
+            params = request.get("params")
+            try:
+                if isinstance(params, list):
+                    result = handler(*params)
+                elif isinstance(params, dict):
+                    result = handler(**params)
+                else:
+                    result = handler()
+            except TypeError as exc:
+                raise RpcError(-32602, f"Invalid params: {exc}") from exc
+            if asyncio.iscoroutine(result):
+                result = await result
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "result": result}
+        except RpcError as exc:
+            reply = {"jsonrpc": "2.0", "id": req_id,
+                     "error": {"code": exc.code, "message": exc.message, "data": exc.data}}
+        return json.dumps(reply).encode()
+
+    # --- helpers ---------------------------------------------------------------------
+    @property
+    def system(self) -> AndroidSystem:
+        return self._system()
+
+    def _require(self, selector: dict[str, Any]) -> ViewNode:
+        node = find(self.system.window(), selector)
+        if node is None:
+            raise not_found(selector)
+        return node
+
+    async def _wait(self, selector: dict[str, Any], timeout_ms: float, present: bool) -> bool:
+        deadline = asyncio.get_running_loop().time() + max(0.0, timeout_ms) / 1000
+        while True:
+            if (find(self.system.window(), selector) is not None) == present:
+                return True
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+
+    # --- JSON-RPC methods (names after `rpc_` are the wire names) -----------------------
+    def rpc_deviceInfo(self) -> dict[str, Any]:
+        s = self.system
+        return {
+            "currentPackageName": s.foreground.package, "displayHeight": HEIGHT,
+            "displayRotation": 0, "displaySizeDpX": round(WIDTH * 160 / DENSITY),
+            "displaySizeDpY": round(HEIGHT * 160 / DENSITY), "displayWidth": WIDTH,
+            "productName": s.props["ro.product.name"], "screenOn": s.screen_on,
+            "sdkInt": int(s.props["ro.build.version.sdk"]), "naturalOrientation": True,
+        }
+
+    def rpc_dumpWindowHierarchy(self, compressed: bool = False, maxDepth: int = 50,
+                                rootInActive: bool | None = None) -> str:
+        return hierarchy_xml(self.system.window(), max_depth=int(maxDepth or 50))
+
+    async def rpc_click(self, *args: Any) -> bool:
+        if args and isinstance(args[0], dict):
+            selector, timeout = args[0], float(args[1]) if len(args) > 1 else 0.0
+            if timeout and not await self._wait(selector, timeout, True):
+                raise not_found(selector)
+            x, y = self._require(selector).bounds.center
+        elif len(args) >= 2:
+            x, y = args[0], args[1]
+        else:
+            raise RpcError(-32602, "Invalid params: click(x, y) or click(selector[, timeout])")
+        self.system.tap(float(x), float(y))
+        return True
+
+    def rpc_longClick(self, *args: Any) -> bool:
+        return True
+
+    def rpc_exist(self, selector: dict[str, Any]) -> bool:
+        return find(self.system.window(), selector) is not None
+
+    async def rpc_waitForExists(self, selector: dict[str, Any], timeout: float = 0) -> bool:
+        return await self._wait(selector, timeout, True)
+
+    async def rpc_waitUntilGone(self, selector: dict[str, Any], timeout: float = 0) -> bool:
+        return await self._wait(selector, timeout, False)
+
+    def rpc_objInfo(self, selector: dict[str, Any]) -> dict[str, object]:
+        return obj_info(self._require(selector))
+
+    def rpc_objInfoOfAllInstances(self, selector: dict[str, Any]) -> list[dict[str, object]]:
+        return [obj_info(n) for n in find_all(self.system.window(), selector)]
+
+    def rpc_count(self, selector: dict[str, Any]) -> int:
+        return len(find_all(self.system.window(), selector))
+
+    def rpc_getText(self, selector: dict[str, Any]) -> str:
+        return self._require(selector).text
+
+    def rpc_setText(self, selector: dict[str, Any], text: str) -> bool:
+        node = self._require(selector)
+        if not node.editable:
+            return False
+        self.system.set_text(node, text)
+        return True
+
+    def rpc_clearTextField(self, selector: dict[str, Any]) -> None:
+        node = self._require(selector)
+        self.system.set_text(node, "")
+
+    def rpc_pressKey(self, key: str) -> bool:
+        name = KEY_NAMES.get(key.lower())
+        if name is None:
+            raise RpcError(-32002, f"java.lang.IllegalArgumentException: unknown key {key}")
+        self.system.key(KEYCODES[name])
+        return True
+
+    def rpc_pressKeyCode(self, code: int, meta: int = 0) -> bool:
+        self.system.key(int(code))
+        return True
+
+    def rpc_injectInputEvent(self, action: int, x: float, y: float, meta: int = 0) -> bool:
+        if action == 1:  # ACTION_UP completes a tap
+            self.system.tap(float(x), float(y))
+        return True
+
+    def rpc_swipe(self, *args: Any) -> bool:
+        return True
+
+    def rpc_swipePoints(self, *args: Any) -> bool:
+        return True
+
+    def rpc_drag(self, *args: Any) -> bool:
+        return True
+
+    def rpc_wakeUp(self) -> None:
+        self.system.screen_on = True
+
+    def rpc_sleep(self) -> None:
+        self.system.screen_on = False
+
+    def rpc_setClipboard(self, label: str | None, text: str) -> None:
+        self.system.clipboard = text
+
+    def rpc_getClipboard(self) -> str | None:
+        return self.system.clipboard
+
+    def rpc_clearInputText(self) -> None:
+        field = self.system.focused_field()
+        if field is not None:
+            self.system.set_text(field, "")
+
+    def rpc_pasteClipboard(self) -> None:
+        if self.system.clipboard:
+            self.system.input_text(self.system.clipboard)
+
+    def rpc_setOrientation(self, value: str) -> None:
+        return None
+
+    def rpc_freezeRotation(self, freeze: bool = True) -> None:
+        return None
+
+    def rpc_getLastToast(self) -> str | None:
+        return None
+
+    def rpc_clearLastToast(self) -> None:
+        return None
+
+    def rpc_makeToast(self, text: str, duration: float = 1000) -> bool:
+        return True
+
+    def rpc_getLastTraversedText(self) -> str | None:
+        return None
+
+    def rpc_clearLastTraversedText(self) -> None:
+        return None
+
+    def rpc_openNotification(self) -> bool:
+        return True
+
+    def rpc_openQuickSettings(self) -> bool:
+        return True
+
+

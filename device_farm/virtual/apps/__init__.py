@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     """Factories for the stock apps, home screen first."""
+    from device_farm.virtual.apps.clock import Clock
+    from device_farm.virtual.apps.contacts import Contacts
     from device_farm.virtual.apps.launcher import Launcher
 
-    return [Launcher]
+    return [Launcher, Clock, Contacts]

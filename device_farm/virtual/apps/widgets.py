@@ -1,0 +1,47 @@
+"""Constructors for the real Android widget classes the apps use, with the flags those
+widgets carry in a uiautomator dump (EditText is clickable, focusable and long-clickable;
+a Switch is checkable; and so on)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from device_farm.virtual.apps.base import Activity
+from device_farm.virtual.ui import Bounds, ViewNode
+
+
+def text_view(bounds: Bounds, text: str, resource_id: str = "", desc: str = "",
+              on_click: Callable[[], None] | None = None) -> ViewNode:
+    return ViewNode("android.widget.TextView", bounds, text=text, resource_id=resource_id,
+                    content_desc=desc, clickable=on_click is not None,
+                    focusable=on_click is not None, on_click=on_click)
+
+
+def button(bounds: Bounds, text: str, resource_id: str = "", desc: str = "",
+           on_click: Callable[[], None] | None = None, image: bool = False) -> ViewNode:
+    return ViewNode("android.widget.ImageButton" if image else "android.widget.Button", bounds,
+                    text=text, resource_id=resource_id, content_desc=desc, clickable=True,
+                    focusable=True, on_click=on_click)
+
+
+def switch(bounds: Bounds, checked: bool, resource_id: str,
+           on_click: Callable[[], None] | None) -> ViewNode:
+    return ViewNode("android.widget.Switch", bounds, text="ON" if checked else "OFF",
+                    resource_id=resource_id, checkable=True, checked=checked, clickable=True,
+                    focusable=True, on_click=on_click)
+
+
+def edit_text(activity: Activity, bounds: Bounds, resource_id: str, hint: str, value: str,
+              on_change: Callable[[str], None]) -> ViewNode:
+    """An EditText; while empty its text is the hint, as Android reports it."""
+    return ViewNode("android.widget.EditText", bounds, text=value or hint, hint=hint, value=value,
+                    resource_id=resource_id, clickable=True, focusable=True, long_clickable=True,
+                    focused=activity.focused == resource_id, on_set_text=on_change)
+
+
+def group(bounds: Bounds, children: list[ViewNode], resource_id: str = "",
+          cls: str = "android.view.ViewGroup", scrollable: bool = False,
+          on_click: Callable[[], None] | None = None) -> ViewNode:
+    return ViewNode(cls, bounds, resource_id=resource_id, scrollable=scrollable, children=children,
+                    clickable=on_click is not None, focusable=on_click is not None,
+                    on_click=on_click)
