@@ -1,0 +1,79 @@
+"""Shared fixtures: a private real adb server and virtual phones attached to it.
+
+`adb_server` (session) is the real `adb` binary shipped with adbutils, on a free port with
+its own HOME. `virtual_phone` (function) is a fresh VirtualPhone connected to that server
+with `adb connect`, online (`device` state) before the test starts; its `.phone`, `.serial`
+and `.adb` are what tests need. A phone starts in a few milliseconds, so each test gets a
+new one rather than a reset shared one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Iterator
+
+import adbutils
+import pytest
+
+from device_farm.adbserver import AdbServer
+from device_farm.virtual import VirtualPhone
+
+
+@dataclass(frozen=True)
+class PhoneHandle:
+    """A started VirtualPhone and how to reach it through the adb server."""
+
+    phone: VirtualPhone
+    serial: str
+    adb: AdbServer
+
+    @property
+    def device(self) -> adbutils.AdbDevice:
+        return self.adb.client.device(self.serial)
+
+    def adb_cli(self, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
+        """Run the real `adb` command-line client against this phone."""
+        return subprocess.run(
+            [adbutils.adb_path(), "-H", self.adb.host, "-P", str(self.adb.port), "-s", self.serial, *args],
+            capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout,
+            env={k: v for k, v in os.environ.items() if k not in ("ANDROID_SERIAL", "ANDROID_ADB_SERVER_PORT")},
+        )
+
+
+def attach_phone(adb: AdbServer, phone: VirtualPhone) -> PhoneHandle:
+    """Start `phone` (if needed), `adb connect` it and wait until it is online."""
+    phone.start()
+    serial = adb.connect_device(phone.address)
+    return PhoneHandle(phone=phone, serial=serial, adb=adb)
+
+
+def detach_phone(handle: PhoneHandle) -> None:
+    try:
+        handle.adb.client.disconnect(handle.serial)
+    except adbutils.AdbError:
+        pass  # already gone from the server's list
+    finally:
+        handle.phone.stop()
+
+
+@pytest.fixture(scope="session")
+def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbServer]:
+    """The real adb server on a free port (outside 5555-5585) with a private HOME."""
+    server = AdbServer(home=tmp_path_factory.mktemp("adb-home"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def virtual_phone(adb_server: AdbServer) -> Iterator[PhoneHandle]:
+    """A fresh virtual phone, online on `adb_server` as `127.0.0.1:<port>`."""
+    handle = attach_phone(adb_server, VirtualPhone())
+    try:
+        yield handle
+    finally:
+        detach_phone(handle)
