@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import adbutils
 import pytest
@@ -77,3 +77,21 @@ def virtual_phone(adb_server: AdbServer) -> Iterator[PhoneHandle]:
         yield handle
     finally:
         detach_phone(handle)
+
+
+@pytest.fixture
+def phone_factory(adb_server: AdbServer) -> Iterator[Callable[..., PhoneHandle]]:
+    """Start more phones in one test: `phone_factory(**VirtualPhone kwargs)`; all are
+    detached and stopped at the end."""
+    handles: list[PhoneHandle] = []
+
+    def make(**kwargs: Any) -> PhoneHandle:
+        handle = attach_phone(adb_server, VirtualPhone(**kwargs))
+        handles.append(handle)
+        return handle
+
+    try:
+        yield make
+    finally:
+        for handle in handles:
+            detach_phone(handle)
