@@ -29,6 +29,7 @@ from planner_runtime.planners.model_store import (
     EMBEDDED_NAME,
     embedded_model_dir,
     is_model_dir,
+    quiet_progress_bars,
     resolve_model_path,
 )
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
@@ -150,8 +151,9 @@ class LocalPlanner:
         path = resolve_model_path(self.model_spec, self.cache_dir)
         device, dtype = self._placement(torch)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+            with quiet_progress_bars():
+                tokenizer = AutoTokenizer.from_pretrained(path)
+                model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
         except (OSError, ValueError) as exc:
             raise ModelProvisionError(f"could not load the model in {path}: {exc}") from exc
         model.eval()

@@ -24,7 +24,9 @@ import sys
 import tempfile
 import time
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 from planner_runtime.errors import ModelProvisionError
 
@@ -178,8 +180,8 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
     tmp.chmod(0o755)
     started = time.perf_counter()
     try:
-        with console.status(f"Converting {gguf.name} to safetensors (first use only, ~20 s)…"):
-            _convert(gguf, tmp)
+        with console.status(f"First use: converting {gguf.name} to safetensors (~20 s)…") as status:
+            _convert(gguf, tmp, lambda stage: status.update(f"First use: {stage} ({gguf.name})…"))
         provenance = {"source": str(gguf), "source_size": gguf.stat().st_size, "converted_at": time.time()}
         (tmp / _PROVENANCE).write_text(json.dumps(provenance, indent=1))
         try:
@@ -193,29 +195,40 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
         raise ModelProvisionError(f"could not convert {gguf} into {target}: {exc}") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    console.print(f"[dim]planner-agent: cached {target.name} in {target} ({time.perf_counter() - started:.1f} s)[/dim]")
+    console.print(
+        f"planner-agent: cached {target.name} in {target} ({time.perf_counter() - started:.1f} s)",
+        style="dim", soft_wrap=True, highlight=False,
+    )
     return target
 
 
-def _convert(gguf: Path, out: Path) -> None:
+@contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Silence transformers' tqdm bars for a while; they would fight a rich status line."""
     from transformers.utils import logging as hf_logging
 
-    # transformers' own tqdm bars would fight the rich status line for the terminal.
-    bars_were_enabled = hf_logging.is_progress_bar_enabled()
+    were_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
-        _convert_quietly(gguf, out)
+        yield
     finally:
-        if bars_were_enabled:
+        if were_enabled:
             hf_logging.enable_progress_bar()
 
 
-def _convert_quietly(gguf: Path, out: Path) -> None:
+def _convert(gguf: Path, out: Path, stage: Callable[[str], None]) -> None:
+    with quiet_progress_bars():
+        _convert_quietly(gguf, out, stage)
+
+
+def _convert_quietly(gguf: Path, out: Path, stage: Callable[[str], None]) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
+        stage("reading the tokenizer")
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        stage("dequantising the weights")
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     except ImportError as exc:
         raise ModelProvisionError(f"reading a GGUF needs the `gguf` and `accelerate` packages: {exc}") from exc
@@ -227,5 +240,6 @@ def _convert_quietly(gguf: Path, out: Path) -> None:
     fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     fresh.load_state_dict(loaded.state_dict(), strict=True)
     fresh.generation_config = loaded.generation_config
+    stage("writing safetensors")
     fresh.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)

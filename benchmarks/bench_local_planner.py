@@ -1,0 +1,120 @@
+"""Latency of the local planner: model provisioning, loading, and one planning step.
+
+Measures the first-use GGUF conversion (in a throw-away cache), loading from the safetensors
+cache, and steps on a short and a ~1.5k-token agent prompt with up to 40 new tokens: without the
+prefix KV cache, with it on an identical prompt, and with it on the next turn of the same episode
+(the realistic case: system prompt, tools and history unchanged, one tool result appended).
+
+    python benchmarks/bench_local_planner.py [--skip-cold] [--device cpu|auto] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from planner_runtime.contract import Message, Role, ToolSpec
+from planner_runtime.planners import Sampling, model_store
+from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL
+from planner_runtime.planners.local import LocalPlanner
+
+APPS = ["clock", "contacts", "messages", "calendar", "settings", "camera", "maps", "notes", "files", "phone"]
+
+
+def tools(n: int) -> list[ToolSpec]:
+    specs = []
+    for i in range(n):
+        app = APPS[i % len(APPS)]
+        specs.append(
+            ToolSpec(
+                name=f"{app}_action_{i}",
+                description=f"Perform action {i} in the {app} app. Use it only when the user asks about {app}; "
+                "it returns the resulting state of the app and the visible screen.",
+                parameters={
+                    "type": "object",
+                    "properties": {
+                        "target": {"type": "string", "description": f"what in {app} to act on"},
+                        "value": {"type": "string", "description": "the new value, if any"},
+                        "confirm": {"type": "boolean", "description": "ask the user first"},
+                    },
+                    "required": ["target"],
+                },
+            )
+        )
+    return specs
+
+
+def chat(turns: int) -> list[Message]:
+    messages = [
+        Message(role=Role.system, content="You operate an Android phone for the user. Answer with one tool call."),
+        Message(role=Role.user, content="Move my 3 pm meeting with Dana to Friday and text her about it."),
+    ]
+    for i in range(turns):
+        messages.append(
+            Message(role=Role.assistant, content=f'<tool_call>\n{{"name": "calendar_action_3", "arguments": {{"target": "event {i}"}}}}\n</tool_call>')
+        )
+        messages.append(Message(role=Role.tool, content=f'{{"status": "ok", "screen": "Calendar • week view • event {i} selected"}}'))
+    return messages
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--skip-cold", action="store_true", help="do not time the first-use conversion (~20 s)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    sampling = Sampling(max_new_tokens=40)
+
+    if not args.skip_cold:
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            model_store.ensure_embedded_model(Path(tmp))
+            print(f"cold provision (GGUF → safetensors): {time.perf_counter() - start:6.2f} s")
+    start = time.perf_counter()
+    path = model_store.ensure_embedded_model()
+    print(f"cache check/provision of the user cache: {time.perf_counter() - start:6.2f} s  ({path})")
+
+    planner = LocalPlanner(device=args.device)
+    start = time.perf_counter()
+    planner.load()
+    print(f"warm load (safetensors, incl. imports):  {time.perf_counter() - start:6.2f} s  {planner.release}")
+    uncached = LocalPlanner(device=args.device, reuse_prefix_cache=False).load()
+
+    for label, specs, history in (("short", tools(2), 0), ("long", tools(8), 4)):
+        messages = chat(history)
+        n_prompt = len(planner.tokenizer(planner.render(messages, specs)).input_ids)
+        cold_s, out = timed(lambda: uncached.plan(messages, specs, sampling=sampling), args.repeat)
+        planner.plan(messages, specs, sampling=sampling)
+        same_s, _ = timed(lambda: planner.plan(messages, specs, sampling=sampling), args.repeat)
+
+        def next_turn() -> object:
+            planner.plan(messages, specs, sampling=sampling)  # leave the cache at this turn's prompt
+            grown = [*messages, Message(role=Role.assistant, content=out.text), Message(role=Role.tool, content='{"status": "ok"}')]
+            start = time.perf_counter()
+            planner.plan(grown, specs, sampling=sampling)
+            return time.perf_counter() - start
+
+        next_s = statistics.median(next_turn() for _ in range(args.repeat))
+        new = out.usage.completion_tokens
+        per_token = out.timings["generate_s"] / max(1, new - 1) * 1000
+        print(
+            f"{label:5} prompt {n_prompt:5d} tok, {new:2d} out ({new - len(planner.tokenizer(TOOL_CALL_PREFILL).input_ids)} generated): no prefix cache {cold_s:5.2f} s "
+            f"(prefill {out.timings['prefill_s']:.2f} s, {per_token:.0f} ms/token) | same prompt cached {same_s:5.2f} s "
+            f"({cold_s / same_s:.1f}x) | next turn cached {next_s:5.2f} s ({cold_s / next_s:.1f}x)"
+        )
+
+
+if __name__ == "__main__":
+    main()
