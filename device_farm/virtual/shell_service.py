@@ -2,14 +2,15 @@
 
 v1 and exec send raw output and close at the end (exit status is lost, as on Android).
 v2 frames every message as `id u8, length u32le, data`: stdout 1, stderr 2, exit 3 from
-the device; stdin 0, close-stdin 3 and window-size 4 from the host. With `pty` the output is
-merged and NL becomes CRNL; an empty command opens an interactive shell whose line
-discipline echoes input and turns CR into NL.
+the device; stdin 0, close-stdin 4 and window-size 5 from the host (adb's shell_protocol.h).
+With `pty` the output is merged and NL becomes CRNL. An empty command reads command lines
+from stdin; with a pty its line discipline also echoes input, turns CR into NL and prompts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,8 +21,10 @@ from device_farm.virtual.stream import AdbStream, StreamClosed
 if TYPE_CHECKING:
     from device_farm.virtual.system import AndroidSystem
 
-ID_STDIN, ID_STDOUT, ID_STDERR, ID_EXIT, ID_CLOSE_STDIN, ID_WINDOW = 0, 1, 2, 3, 3, 4
+ID_STDIN, ID_STDOUT, ID_STDERR, ID_EXIT, ID_CLOSE_STDIN, ID_WINDOW = 0, 1, 2, 3, 4, 5
 _V2_HEADER = struct.Struct("<BI")
+MAX_V2_PACKET = 1024 * 1024
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,9 @@ class ShellChannel:
             if not self._spec.v2:
                 return await self._stream.read()
             ident, length = _V2_HEADER.unpack(await self._stream.read_exactly(5))
+            if length > MAX_V2_PACKET:
+                logger.warning("shell v2: closing stream on a %d-byte packet", length)
+                raise StreamClosed("oversized shell v2 packet")
             data = await self._stream.read_exactly(length) if length else b""
             if ident == ID_STDIN:
                 if data:
@@ -87,8 +93,8 @@ class ShellService:
 
     async def serve(self, stream: AdbStream) -> None:
         channel = ShellChannel(stream, self._spec)
-        if self._spec.pty and not self._spec.command.strip():
-            status = await self._interactive(channel)
+        if not self._spec.command.strip():
+            status = await self._interactive(channel, echo=self._spec.pty)
         else:
             status = await self._run_once(channel, stream)
         await channel.exit(status)
@@ -134,11 +140,23 @@ class ShellService:
         except StreamClosed:
             return
 
+    async def _run_line(self, channel: ShellChannel, text: str) -> int:
+        ctx = self._context(channel)
+        status = await self._session.run(text, ctx)
+        assert ctx.flush is not None
+        await ctx.flush()
+        return status
+
     def _prompt(self) -> bytes:
         return f"{self._system.props.get('ro.product.device', 'generic')}:/ $ ".encode()
 
-    async def _interactive(self, channel: ShellChannel) -> int:
-        await channel.send(self._prompt())
+    async def _interactive(self, channel: ShellChannel, echo: bool) -> int:
+        """Read command lines from stdin; with a pty, echo them and print prompts."""
+        async def send(data: bytes) -> None:
+            if echo:
+                await channel.send(data)
+
+        await send(self._prompt())
         line = bytearray()
         status = 0
         while True:
@@ -147,29 +165,28 @@ class ShellService:
             except StreamClosed:
                 return status
             if not data:
+                if line and not echo:  # a script's last line may lack its newline
+                    status = await self._run_line(channel, line.decode("utf-8", "replace"))
                 return status
             for byte in data:
                 if byte in (0x0D, 0x0A):
-                    await channel.send(b"\n")
+                    await send(b"\n")
                     text = line.decode("utf-8", "replace").strip()
                     line.clear()
                     if text:
-                        ctx = self._context(channel)
-                        status = await self._session.run(text, ctx)
-                        assert ctx.flush is not None
-                        await ctx.flush()
+                        status = await self._run_line(channel, text)
                         if self._session.exited:
                             return status
-                    await channel.send(self._prompt())
+                    await send(self._prompt())
                 elif byte == 0x04 and not line:
                     return status
                 elif byte == 0x03:
                     line.clear()
-                    await channel.send(b"^C\n" + self._prompt())
+                    await send(b"^C\n" + self._prompt())
                 elif byte in (0x7F, 0x08):
                     if line:
                         line.pop()
-                        await channel.send(b"\b \b")
+                        await send(b"\b \b")
                 elif byte >= 0x20 or byte == 0x09:
                     line.append(byte)
-                    await channel.send(bytes([byte]))
+                    await send(bytes([byte]))
