@@ -1,8 +1,8 @@
-"""A small toybox/mksh-like shell: the parser and interpreter behind `shell:` and `exec:`.
+"""A small toybox/mksh-like shell: the interpreter behind `shell:` and `exec:`.
 
-Supports `;`, `&&`, `||`, `|`, `$?`, `$VAR`/`${VAR}`, single and double quotes, backslash
-escapes, `NAME=value` prefixes and the redirections `>`, `>>`, `2>`, `2>&1`, `<`. Commands
-are looked up by basename in a registry (name -> callable); an unknown one prints mksh's
+Runs what shell_syntax parses: lists joined by `;`/`&&`/`||`, pipelines, `NAME=value`
+prefixes, redirections and `exit`, keeping `$?` between commands. Commands are looked up by
+basename in a registry (name -> callable); an unknown one prints mksh's
 `inaccessible or not found` and exits 127.
 """
 
@@ -13,16 +13,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Awaitable, Callable, Union
 
 from device_farm.virtual.fs import FsError
+from device_farm.virtual.shell_syntax import CommandList, Pipeline, ShellSyntaxError, SimpleCommand, parse
 
 if TYPE_CHECKING:
     from device_farm.virtual.system import AndroidSystem
 
 SHELL_PATH = "/system/bin/sh"
-OPERATORS = ("&&", "||", ">>", "2>&1", "2>", ";", "|", ">", "<", "&")
-
-
-class ShellSyntaxError(ValueError):
-    """The command line does not parse."""
 
 
 class ShellExit(Exception):
@@ -52,185 +48,6 @@ class CommandContext:
 
 
 Command = Callable[[CommandContext, list[str]], Union[int, Awaitable[int]]]
-
-
-@dataclass(frozen=True)
-class Var:
-    name: str
-
-
-@dataclass(frozen=True)
-class Word:
-    parts: tuple[Union[str, Var], ...]
-
-    def expand(self, env: dict[str, str]) -> str:
-        return "".join(p if isinstance(p, str) else env.get(p.name, "") for p in self.parts)
-
-
-@dataclass
-class SimpleCommand:
-    assignments: list[tuple[str, Word]] = field(default_factory=list)
-    words: list[Word] = field(default_factory=list)
-    redirects: list[tuple[str, Word | None]] = field(default_factory=list)
-
-
-Pipeline = list[SimpleCommand]
-CommandList = list[tuple[str, Pipeline]]  # (connector before it: ";", "&&", "||"), pipeline
-
-
-def tokenize(line: str) -> list[Union[Word, str]]:
-    """Split a command line into Words and operator strings."""
-    tokens: list[Union[Word, str]] = []
-    parts: list[Union[str, Var]] = []
-    buf: list[str] = []
-    in_word = False
-    i, n = 0, len(line)
-
-    def flush_buf() -> None:
-        if buf:
-            parts.append("".join(buf))
-            buf.clear()
-
-    def end_word() -> None:
-        nonlocal in_word
-        flush_buf()
-        if in_word:
-            tokens.append(Word(tuple(parts)))
-        parts.clear()
-        in_word = False
-
-    def read_var(j: int) -> tuple[Var | None, int]:
-        if j < n and line[j] == "{":
-            close = line.find("}", j)
-            if close < 0:
-                raise ShellSyntaxError("bad substitution")
-            return Var(line[j + 1 : close]), close + 1
-        if j < n and line[j] in "?$#!0123456789":
-            return Var(line[j]), j + 1
-        k = j
-        while k < n and (line[k].isalnum() or line[k] == "_"):
-            k += 1
-        return (Var(line[j:k]), k) if k > j else (None, j)
-
-    while i < n:
-        c = line[i]
-        if c in " \t\n":
-            end_word()
-            i += 1
-        elif c == "#" and not in_word:
-            break
-        elif c == "\\":
-            in_word = True
-            if i + 1 < n:
-                buf.append(line[i + 1])
-            i += 2
-        elif c == "'":
-            in_word = True
-            close = line.find("'", i + 1)
-            if close < 0:
-                raise ShellSyntaxError("unterminated single quote")
-            buf.append(line[i + 1 : close])
-            i = close + 1
-        elif c == '"':
-            in_word = True
-            i += 1
-            while i < n and line[i] != '"':
-                if line[i] == "\\" and i + 1 < n and line[i + 1] in '"\\$`':
-                    buf.append(line[i + 1])
-                    i += 2
-                elif line[i] == "$":
-                    var, j = read_var(i + 1)
-                    if var is None:
-                        buf.append("$")
-                        i += 1
-                    else:
-                        flush_buf()
-                        parts.append(var)
-                        i = j
-                else:
-                    buf.append(line[i])
-                    i += 1
-            if i >= n:
-                raise ShellSyntaxError("unterminated double quote")
-            i += 1
-        elif c == "$":
-            in_word = True
-            var, j = read_var(i + 1)
-            if var is None:
-                buf.append("$")
-                i += 1
-            else:
-                flush_buf()
-                parts.append(var)
-                i = j
-        else:
-            op = next((o for o in OPERATORS if line.startswith(o, i)), None)
-            if op is not None and op.startswith("2") and (in_word or (i > 0 and line[i - 1] not in " \t")):
-                op = None
-            if op is not None:
-                end_word()
-                tokens.append(op)
-                i += len(op)
-            else:
-                in_word = True
-                buf.append(c)
-                i += 1
-    end_word()
-    return tokens
-
-
-def parse(line: str) -> CommandList:
-    """Parse into pipelines joined by ;, && and ||."""
-    result: CommandList = []
-    connector = ";"
-    pipeline: Pipeline = []
-    cmd = SimpleCommand()
-    tokens = tokenize(line)
-    i = 0
-
-    def finish_command() -> None:
-        nonlocal cmd
-        if not cmd.words and not cmd.assignments and not cmd.redirects:
-            raise ShellSyntaxError("syntax error: unexpected operator")
-        pipeline.append(cmd)
-        cmd = SimpleCommand()
-
-    while i < len(tokens):
-        tok = tokens[i]
-        if isinstance(tok, Word):
-            text = tok.parts[0] if tok.parts and isinstance(tok.parts[0], str) else ""
-            name, eq, _ = text.partition("=")
-            if not cmd.words and eq and name.isidentifier():
-                rest = (text[len(name) + 1 :],) + tok.parts[1:]
-                cmd.assignments.append((name, Word(tuple(p for p in rest if p != ""))))
-            else:
-                cmd.words.append(tok)
-        elif tok in (">", ">>", "2>", "<"):
-            target = tokens[i + 1] if i + 1 < len(tokens) else None
-            if not isinstance(target, Word):
-                raise ShellSyntaxError(f"syntax error: '{tok}' needs a file")
-            cmd.redirects.append((tok, target))
-            i += 1
-        elif tok == "2>&1":
-            cmd.redirects.append((tok, None))
-        elif tok == "|":
-            finish_command()
-        elif tok in (";", "&&", "||", "&"):
-            if not cmd.words and not cmd.assignments and not pipeline and tok in (";", "&"):
-                i += 1
-                continue
-            finish_command()
-            result.append((connector, pipeline))
-            pipeline = []
-            connector = ";" if tok == "&" else tok
-        i += 1
-    if cmd.words or cmd.assignments or cmd.redirects:
-        finish_command()
-    if pipeline:
-        result.append((connector, pipeline))
-    elif connector in ("&&", "||"):
-        raise ShellSyntaxError(f"syntax error: unexpected end after '{connector}'")
-    return result
 
 
 class ShellSession:
