@@ -8,6 +8,7 @@ the uiautomator2 server); nothing outside the phone reads this object directly.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -69,7 +70,7 @@ class AndroidSystem:
             "system": {"screen_brightness": "102", "screen_off_timeout": "60000",
                        "pointer_location": "0", "show_touches": "0"},
             "secure": {"default_input_method": "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
-                       "android_id": f"{abs(hash(serial)) & 0xFFFFFFFFFFFF:016x}"},
+                       "android_id": hashlib.sha256(serial.encode()).hexdigest()[:16]},
             "global": {"airplane_mode_on": "0", "adb_enabled": "1", "wifi_on": "1",
                        "development_settings_enabled": "1"},
         }
