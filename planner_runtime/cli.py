@@ -111,7 +111,7 @@ def run(
                     planner=brain,
                     store=db,
                     task=spec,
-                    max_steps=max_steps or settings.max_steps,
+                    max_steps=max_steps or (None if spec else settings.max_steps),
                     on_step=_print_step,
                 )
     except PlannerRuntimeError as exc:

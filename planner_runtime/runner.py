@@ -68,10 +68,13 @@ def run_goal(
     planner: Planner,
     store: TrajectoryStore,
     task: TaskSpec | None = None,
-    max_steps: int = 12,
+    max_steps: int | None = None,
     on_step: Callable[[Step], None] | None = None,
 ) -> Trajectory:
-    """Run one episode; seed before and verify after when ``task`` is given."""
+    """Run one episode; seed before and verify after when ``task`` is given.
+
+    ``max_steps`` overrides the task's own limit; without either the default is 12.
+    """
     if task is not None:
         seed(task, device)
         device.press("home")
@@ -85,7 +88,7 @@ def run_goal(
         device=device_ref,
         source=source,
         task_id=task.id if task else None,
-        limits=EpisodeLimits(max_steps=task.max_steps if task else max_steps),
+        limits=EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12)),
         on_step=on_step,
     )
     trajectory = episode.run()

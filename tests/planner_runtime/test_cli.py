@@ -1,0 +1,78 @@
+"""The planner-agent command line, run as a user runs it (a subprocess), on the built-in phone."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from device_farm.adbserver import free_port
+from planner_runtime.contract import TrajectoryStatus
+from planner_runtime.trajectories import TrajectoryStore
+
+
+def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _no_adb() -> str:
+    """An adb address where nothing listens, so `run` falls back to the built-in phone."""
+    return f"127.0.0.1:{free_port()}"
+
+
+def test_run_task_with_scripted_planner_on_the_builtin_phone(tmp_path):
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "Set."}}]))
+    db = tmp_path / "t.sqlite"
+    res = cli("run", "Set an alarm for 7:30", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(db))
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "built-in virtual phone" in res.stderr
+    assert "step 1" in res.stdout and "set_alarm" in res.stdout
+    assert "verdict: success" in res.stdout
+    traj_id = re.search(r"trajectory: (traj_\w+)", res.stdout).group(1)
+    shown = cli("show", traj_id, "--store", str(db), "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["verdict"]["success"] is True
+
+
+def test_free_form_goal_runs_without_a_verdict(tmp_path):
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "read_screen", "arguments": {}}, {"name": "finish", "arguments": {"answer": "I see the home screen"}}]))
+    res = cli("run", "What is on my screen?", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
+    assert res.returncode == 0, res.stderr
+    assert "verdict: none" in res.stdout and "I see the home screen" in res.stdout
+
+
+def test_unknown_task_is_a_clear_error(tmp_path):
+    res = cli("run", "--task", "no.such.task", "--store", str(tmp_path / "t.sqlite"))
+    assert res.returncode == 2 and "no task 'no.such.task'" in res.stderr
+
+
+def test_tasks_list_and_check(tmp_path):
+    listed = cli("tasks", "list", "--json")
+    assert listed.returncode == 0
+    assert {t["id"] for t in json.loads(listed.stdout)} >= {"clock.set_alarm", "contacts.add_contact"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tasks:\n  - id: x\n    goal: g\n    domain: d\n    checks: []\n")
+    res = cli("tasks", "check", str(bad))
+    assert res.returncode == 2 and f"{bad}:5: tasks.0.checks" in res.stderr.replace("\n", "")
+
+
+@pytest.mark.slow
+def test_run_with_the_embedded_local_planner_writes_a_valid_trajectory(tmp_path):
+    db = tmp_path / "t.sqlite"
+    res = cli("run", "Set an alarm for 7:30", "--max-steps", "2", "--adb", _no_adb(), "--store", str(db), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:] + res.stdout[-3000:]
+    traj_id = re.search(r"trajectory: (traj_\w+)", res.stdout).group(1)
+    with TrajectoryStore(db) as store:
+        traj = store.get(traj_id)
+    assert traj.planner == "local" and traj.planner_release.startswith("local")
+    assert traj.status in (TrajectoryStatus.finished, TrajectoryStatus.truncated)
+    assert 1 <= len(traj.steps) <= 2 and traj.verdict is not None
+    for step in traj.steps:
+        assert step.raw_output and step.usage.prompt_tokens > 0 and step.usage.completion_tokens > 0
+        assert step.feedback.call_id  # every turn was answered, even malformed output
