@@ -1,0 +1,111 @@
+"""AdbDevice and the Android operations, against the virtual phone through the real adb server."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from device_farm.adb import AdbDevice, list_serials
+from device_farm.adbserver import AdbServer
+from device_farm.android import Intent, content_insert, content_query, foreground, launch_app, start_activity
+from device_farm.errors import AppNotInstalled, DeviceOffline, ElementNotFound
+from device_farm.u2rpc import ui_selector
+from device_farm.virtual import VirtualPhone
+
+CLOCK = "com.google.android.deskclock"
+ALARMS = "content://com.android.deskclock/alarms"
+
+
+@pytest.fixture
+def device(virtual_phone):
+    with AdbDevice(virtual_phone.serial, adb_host=virtual_phone.adb.host, adb_port=virtual_phone.adb.port) as dev:
+        yield dev
+
+
+def test_info_and_shell(device):
+    info = device.info()
+    assert info.width == 1080 and info.height == 2400 and info.sdk >= 30
+    res = device.shell(["echo", "it's a \"quoted\" $HOME"])
+    assert res.ok and res.output.strip() == "it's a \"quoted\" $HOME"
+    assert device.shell("no_such_command").exit_code == 127
+
+
+def test_observe_launch_tap_back_home(device):
+    launch_app(device, CLOCK)
+    assert foreground(device)[0] == CLOCK
+    screen = device.observe()
+    assert screen.package == CLOCK
+    fab = next(e for e in screen.elements if e.resource_id.endswith("id/fab"))
+    device.click(*fab.bounds.center)
+    assert device.observe().digest != screen.digest  # the add-alarm dialog opened
+    device.press("back")
+    assert device.observe().digest == screen.digest  # ids stable while the screen is unchanged
+    device.press("home")
+    assert foreground(device)[0] != CLOCK
+
+
+def test_intent_with_typed_extras_and_content_query(device):
+    start_activity(
+        device,
+        Intent(
+            action="android.intent.action.SET_ALARM",
+            extras={
+                "android.intent.extra.alarm.HOUR": 6,
+                "android.intent.extra.alarm.MINUTES": 5,
+                "android.intent.extra.alarm.MESSAGE": "Wake, up; now & 'then'",
+                "android.intent.extra.alarm.SKIP_UI": True,
+            },
+        ),
+    )
+    rows = content_query(device, ALARMS, where="hour=6 AND minutes=5")
+    assert len(rows) == 1 and rows[0]["label"] == "Wake, up; now & 'then'" and rows[0]["enabled"] == "1"
+
+
+def test_content_insert_then_query_with_projection(device):
+    content_insert(device, ALARMS, {"hour": 9, "minutes": 0, "enabled": 0, "label": "x"})
+    rows = content_query(device, ALARMS, projection=["hour", "enabled"])
+    assert rows == [{"hour": "9", "enabled": "0"}]
+
+
+def test_missing_app_and_missing_element(device):
+    with pytest.raises(AppNotInstalled):
+        launch_app(device, "com.example.nothere")
+    with pytest.raises(ElementNotFound):
+        device.rpc.call("getText", ui_selector(text="No such thing"))
+
+
+def test_set_text_reaches_the_field_exactly(device):
+    device.shell(["am", "start", "-a", "android.intent.action.INSERT", "-t", "vnd.android.cursor.dir/contact"])
+    field = next(e for e in device.observe().elements if e.editable)
+    text = "a;b && c | $(id) `x` \"q\" 'q' \\ 中文 🙂"
+    device.set_text(ui_selector(resourceId=field.resource_id), text)
+    assert device.observe().element(field.id).text == text
+
+
+def test_dropped_phone_raises_device_offline_quickly(virtual_phone, device):
+    virtual_phone.phone.stop()
+    started = time.monotonic()
+    with pytest.raises(DeviceOffline):
+        device.shell("echo hi", timeout=5)
+    assert time.monotonic() - started < 2.0
+
+
+def _free_emulator_port() -> int:
+    for port in range(5555, 5586, 2):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) != 0:
+                return port
+    pytest.skip("no free port in 5555-5585")
+
+
+def test_phone_on_5555_to_5585_is_attached_without_adb_connect():
+    port = _free_emulator_port()
+    with VirtualPhone(port=port), AdbServer() as server:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and f"emulator-{port - 1}" not in list_serials(server.host, server.port):
+            time.sleep(0.1)
+        assert f"emulator-{port - 1}" in list_serials(server.host, server.port)
+        with AdbDevice(f"emulator-{port - 1}", adb_port=server.port) as dev:
+            assert dev.shell("echo hi").output.strip() == "hi"
