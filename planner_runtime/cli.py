@@ -158,13 +158,21 @@ def phone_serve(
     """Serve the built-in virtual phone until Ctrl-C; then `adb connect 127.0.0.1:PORT`."""
     from device_farm.virtual import VirtualPhone
 
+    import threading
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     phone = VirtualPhone(port=port, host=host)
-    err.print(f"virtual phone listening on {host}:{port}; connect with: adb connect {host}:{port}")
     try:
-        phone.serve_forever()
+        phone.start()  # returns once listening, so the line below is true when printed
+    except OSError as exc:
+        raise _fail(f"cannot listen on {host}:{port}: {exc}") from exc
+    err.print(f"virtual phone {phone.serial} listening on {host}:{phone.port}; connect with: adb connect {host}:{phone.port}", soft_wrap=True)
+    try:
+        threading.Event().wait()
     except KeyboardInterrupt:
         pass
+    finally:
+        phone.stop()
 
 
 @tasks_app.command("list")

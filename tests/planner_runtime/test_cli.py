@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -76,3 +77,36 @@ def test_run_with_the_embedded_local_planner_writes_a_valid_trajectory(tmp_path)
     for step in traj.steps:
         assert step.raw_output and step.usage.prompt_tokens > 0 and step.usage.completion_tokens > 0
         assert step.feedback.call_id  # every turn was answered, even malformed output
+
+
+def test_serial_drives_an_attached_phone_with_the_same_code(tmp_path, virtual_phone):
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "add_contact", "arguments": {"name": "Ada Lovelace", "phone": "+1 555 0100"}}, {"name": "finish", "arguments": {"answer": "ok"}}]))
+    adb = f"{virtual_phone.adb.host}:{virtual_phone.adb.port}"
+    res = cli("run", "--task", "contacts.add_contact", "--serial", virtual_phone.serial, "--adb", adb,
+              "--planner", "scripted", "--script", str(script), "--store", str(tmp_path / "t.sqlite"))
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "built-in virtual phone" not in res.stderr
+    assert virtual_phone.serial in res.stdout and "verdict: success" in res.stdout
+
+
+def test_phone_serve_accepts_adb_connect(tmp_path):
+    from device_farm.adbserver import AdbServer
+
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "phone", "serve", "--port", str(port)],
+                                stdout=sink, stderr=sink, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while f"adb connect 127.0.0.1:{port}" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert f"adb connect 127.0.0.1:{port}" in log.read_text()
+        with AdbServer() as server:
+            serial = server.connect_device(f"127.0.0.1:{port}")
+            out = server.client.device(serial).shell("getprop ro.product.model; echo $?")
+            assert out.splitlines()[-1] == "0" and out.splitlines()[0]
+    finally:
+        proc.terminate()
+        proc.wait(10)
