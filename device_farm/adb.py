@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import adbutils
 
 from device_farm import DeviceInfo, ShellResult
+from device_farm.adbhost import AdbHost
 from device_farm.errors import DeviceOffline, DeviceTimeout, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
 from device_farm.u2rpc import HttpOverStream, JsonRpcClient
@@ -43,6 +44,7 @@ class AdbDevice:
         self.serial = serial
         self.adb_host, self.adb_port, self.ui_port = adb_host, adb_port, ui_port
         self._dev: adbutils.AdbDevice | None = None
+        self._host = AdbHost(serial, adb_host, adb_port)
         self._http: HttpOverStream | None = None
         self._rpc: JsonRpcClient | None = None
         self._u2_server: Any = None  # keeps uiautomator2's launcher (and its shell stream) alive
@@ -64,10 +66,7 @@ class AdbDevice:
             self._start_ui_server()
 
     def _open_ui_socket(self) -> socket.socket:
-        try:
-            return self._adb.create_connection(adbutils.Network.TCP, self.ui_port)
-        except adbutils.AdbError as exc:
-            raise DeviceOffline(f"{self.serial}: cannot open tcp:{self.ui_port}: {exc}") from exc
+        return self._host.open(f"tcp:{self.ui_port}")
 
     def _start_ui_server(self) -> None:
         from uiautomator2.core import BasicUiautomatorServer  # heavy import, only for setup
@@ -106,14 +105,15 @@ class AdbDevice:
 
     # -- Device protocol -------------------------------------------------------------------
     def shell(self, command: str | Sequence[str], *, timeout: float = 20.0) -> ShellResult:
+        """Run a command through shell v2; an argv list is quoted, never spliced.
+
+        stdout and stderr are joined in ``output`` (as ``adb shell`` prints them).
+        """
+        if self._dev is None:
+            raise DeviceOffline(f"{self.serial}: not connected")
         text = command if isinstance(command, str) else shlex.join(command)
-        try:
-            ret = self._adb.shell2(text, timeout=timeout, v2=True)
-        except adbutils.AdbTimeout as exc:
-            raise DeviceTimeout(f"{self.serial}: shell {text!r} timed out after {timeout}s") from exc
-        except (adbutils.AdbError, OSError) as exc:
-            raise DeviceOffline(f"{self.serial}: shell failed: {exc}") from exc
-        return ShellResult(command=text, output=ret.output, exit_code=ret.returncode)
+        out, err, code = self._host.shell(text, timeout)
+        return ShellResult(command=text, output=(out + err).decode("utf-8", "replace"), exit_code=code)
 
     def info(self) -> DeviceInfo:
         data = self.rpc.call("deviceInfo")
