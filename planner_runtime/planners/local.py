@@ -7,6 +7,9 @@ loaded in eval mode with every parameter frozen and runs under ``torch.inference
 Decoding is a small loop of its own rather than ``generate``: it stops on ``</tool_call>`` as
 well as the end-of-turn token, and it keeps the KV cache of the previous call so that the
 unchanged start of the next prompt (system prompt, tools, earlier turns) is not computed again.
+By default the answer is constrained by a grammar (:mod:`grammar`) to one call of an offered tool
+with arguments that match its schema; tokens the grammar forces are appended without sampling
+and fed to the model together, so a call costs a forward pass per real choice, not per token.
 Output is deterministic for the same input, seed and cache state; the cached and the uncached
 paths can differ in the last bits of a float, which greedy decoding practically never sees.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 import threading
 import time
 from pathlib import Path
@@ -24,6 +28,7 @@ from planner_runtime.contract import Message, ToolSpec, Usage
 from planner_runtime.errors import ModelProvisionError, PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
+from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
 from planner_runtime.planners.model_store import (
     EMBEDDED_ALIASES,
     EMBEDDED_NAME,
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
     import torch
 
 _END_TOKENS = (IM_END, "<|endoftext|>")
+log = logging.getLogger(__name__)
 
 
 def model_release(path: Path, label: str) -> str:
@@ -52,7 +58,9 @@ class LocalPlanner:
     """A frozen local model behind the :class:`~planner_runtime.planners.Planner` protocol.
 
     Nothing is read until the first :meth:`plan` or an explicit :meth:`load`. ``device="auto"``
-    picks CUDA with bfloat16 when available, else the CPU in float32.
+    picks CUDA with bfloat16 when available, else the CPU in float32. ``constrained=True`` (the
+    default) makes every answer one schema-valid call of an offered tool; a tool list whose
+    schemas cannot be compiled is decoded unconstrained, with a logged warning.
     """
 
     name = "local"
@@ -67,6 +75,7 @@ class LocalPlanner:
         max_new_tokens: int = 96,
         prefill_tool_call: bool = True,
         reuse_prefix_cache: bool = True,
+        constrained: bool = True,
         cache_dir: Path | None = None,
     ) -> None:
         self.model_spec = model
@@ -76,6 +85,7 @@ class LocalPlanner:
         self.max_new_tokens = max_new_tokens
         self.prefill_tool_call = prefill_tool_call
         self.reuse_prefix_cache = reuse_prefix_cache
+        self.constrained = constrained
         self.cache_dir = cache_dir
         self.model_dir: Path | None = None
         self._release: str | None = None
@@ -85,7 +95,10 @@ class LocalPlanner:
         self._kv: Any = None
         self._kv_ids: list[int] = []
         self._cache_kwarg = "past_key_values"
+        self._grammars: ToolCallGrammars | None = None
         self.last_reused_tokens = 0  # prompt tokens the last plan() took from the KV cache
+        self.last_forced_tokens = 0  # tokens the last plan() took from the grammar, unsampled
+        self.last_forward_passes = 0
         self._lock = threading.Lock()
 
     @property
@@ -138,7 +151,7 @@ class LocalPlanner:
     def close(self) -> None:
         """Drop the model and its cache so the memory can be reclaimed."""
         with self._lock:
-            self._model = self._tokenizer = self._kv = None
+            self._model = self._tokenizer = self._kv = self._grammars = None
             self._kv_ids = []
 
     def _load_locked(self) -> float:
@@ -166,6 +179,7 @@ class LocalPlanner:
         if "cache" in inspect.signature(model.forward).parameters:
             self._cache_kwarg = "cache"
         self._model, self._tokenizer, self.model_dir = model, tokenizer, path
+        self._grammars = ToolCallGrammars(tokenizer)
         self._release = model_release(path, self.label)
         return time.perf_counter() - started
 
@@ -220,6 +234,9 @@ class LocalPlanner:
         generator = None
         if sampling.temperature > 0:
             generator = torch.Generator(device=model.device).manual_seed(sampling.seed)
+        started = time.perf_counter()
+        matcher = self._matcher(tools, prefill_ids)
+        grammar_s = time.perf_counter() - started
 
         with torch.inference_mode():
             cache, reused = self._prefix_cache(input_ids)
@@ -227,20 +244,41 @@ class LocalPlanner:
             started = time.perf_counter()
             pending = input_ids[reused:]
             generated: list[int] = []
+            forced = forwards = 0
             prefill_s = 0.0
-            for step in range(sampling.max_new_tokens):
+            while len(generated) < sampling.max_new_tokens:
+                if matcher is not None:
+                    ff = matcher.compute_ff_tokens()[: sampling.max_new_tokens - len(generated)]
+                    if ff:
+                        matcher.consume_tokens(ff)
+                        generated += ff
+                        pending += ff
+                        forced += len(ff)
+                        if matcher.is_stopped() or len(generated) >= sampling.max_new_tokens:
+                            break
                 logits = self._forward(pending, cache)
-                if step == 0:
+                forwards += 1
+                if forwards == 1:
                     prefill_s = time.perf_counter() - started
+                if matcher is not None:
+                    _mask(logits, matcher)
                 token = _choose(logits, sampling, generator)
                 generated.append(token)
+                pending = [token]
+                if matcher is not None:
+                    if not matcher.consume_token(token):
+                        log.warning("grammar rejected its own token (%s); finishing unconstrained", matcher.get_error())
+                        matcher = None
+                    elif matcher.is_stopped():
+                        break
+                    continue
                 if token in self._end_ids or CLOSE in tokenizer.decode(generated[-8:]):
                     break
-                pending = [token]
             generate_s = time.perf_counter() - started - prefill_s
-        # The last chosen token was never fed, so it is not in the cache.
-        fed = input_ids + generated[:-1] if generated else input_ids[:reused]
+            # Tokens still pending were never fed (the last sampled one, forced ones at the end).
+            fed = (input_ids + generated)[: cache.get_seq_length()]
         self._kv, self._kv_ids = (cache, fed) if self.reuse_prefix_cache else (None, [])
+        self.last_forced_tokens, self.last_forward_passes = forced, forwards
 
         body = tokenizer.decode(generated, skip_special_tokens=False)
         text = prefill + body
@@ -249,7 +287,24 @@ class LocalPlanner:
         for end in _END_TOKENS:
             text = text.split(end, 1)[0]
         usage = Usage(prompt_tokens=len(prompt_ids), completion_tokens=len(prefill_ids) + len(generated))
-        return text, usage, {"prefill_s": prefill_s, "generate_s": generate_s}
+        timings = {"prefill_s": prefill_s, "generate_s": generate_s}
+        if self.constrained and tools:
+            timings["grammar_s"] = grammar_s
+        return text, usage, timings
+
+    def _matcher(self, tools: Sequence[ToolSpec], prefill_ids: list[int]) -> Any:
+        """A grammar matcher past the prefill, or ``None`` to decode unconstrained."""
+        if not (self.constrained and tools and self._grammars is not None):
+            return None
+        try:
+            matcher = self._grammars.matcher(tools)
+        except GrammarError as exc:
+            log.warning("tool calls decoded unconstrained: %s", exc)
+            return None
+        if prefill_ids and not matcher.consume_tokens(prefill_ids):
+            log.warning("the prefill does not fit the tool-call grammar (%s); decoding unconstrained", matcher.get_error())
+            return None
+        return matcher
 
     def _prefix_cache(self, input_ids: list[int]) -> tuple[Any, int]:
         """A KV cache holding the longest reusable prefix of ``input_ids``, and its length."""
@@ -276,6 +331,16 @@ class LocalPlanner:
         tensor = torch.tensor([ids], dtype=torch.long, device=self._model.device)
         out = self._model(input_ids=tensor, **{self._cache_kwarg: cache}, use_cache=True, logits_to_keep=1)
         return out.logits[0, -1]
+
+
+def _mask(logits: "torch.Tensor", matcher: Any) -> None:
+    """Set the logits of every token the grammar does not allow next to -inf, in place."""
+    import torch
+
+    allowed = torch.frombuffer(bytearray(matcher.compute_logit_bias()), dtype=torch.uint8).to(logits.device)
+    n = min(allowed.numel(), logits.numel())
+    logits[:n].masked_fill_(allowed[:n] == 0, float("-inf"))
+    logits[n:] = float("-inf")
 
 
 def _choose(logits: "torch.Tensor", sampling: Sampling, generator: "torch.Generator | None") -> int:
