@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -19,6 +20,7 @@ from device_farm.virtual.fs import FileSystem
 from device_farm.virtual.intents import (
     ACTION_MAIN, CATEGORY_HOME, CATEGORY_LAUNCHER, ComponentName, Intent,
 )
+from device_farm.virtual.render import ScreenRenderer, StatusBar
 from device_farm.virtual.ui import Bounds, ViewNode, hit_test, walk
 
 if TYPE_CHECKING:
@@ -71,7 +73,7 @@ class AndroidSystem:
                        "pointer_location": "0", "show_touches": "0"},
             "secure": {"default_input_method": "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
                        "android_id": hashlib.sha256(serial.encode()).hexdigest()[:16]},
-            "global": {"airplane_mode_on": "0", "adb_enabled": "1", "wifi_on": "1",
+            "global": {"airplane_mode_on": "0", "adb_enabled": "1", "wifi_on": "1", "mobile_data": "1",
                        "development_settings_enabled": "1"},
         }
         self.fs = FileSystem()
@@ -81,6 +83,10 @@ class AndroidSystem:
         """What `app_process ... com.wetest.uia2.Main` serves (set by the phone)."""
         self.screen_on = True
         self.clipboard: str | None = None
+        self.time_offset = 0.0
+        """Seconds the phone's wall clock runs ahead of the host's (snapshots move it)."""
+        self.battery_level = 100
+        self.renderer = ScreenRenderer(WIDTH, HEIGHT, STATUS_BAR_HEIGHT, NAV_BAR_HEIGHT)
         self.apps: dict[str, App] = {}
         for factory in app_factories:
             app = factory(self)
@@ -95,6 +101,13 @@ class AndroidSystem:
         for app in self.apps.values():
             for provider in app.providers():
                 provider.close()
+
+    def now(self) -> float:
+        """The phone's wall clock (seconds since the epoch)."""
+        return time.time() + self.time_offset
+
+    def set_time(self, when: float) -> None:
+        self.time_offset = when - time.time()
 
     # --- packages and processes -------------------------------------------------------
     def processes(self) -> list[Process]:
@@ -204,6 +217,17 @@ class AndroidSystem:
         ])
         root.set_package(activity.package)
         return root
+
+    def status_bar(self) -> StatusBar:
+        tz_utc = time.gmtime(self.now())
+        glob = self.settings["global"]
+        return StatusBar(clock=f"{tz_utc.tm_hour:02d}:{tz_utc.tm_min:02d}", battery=self.battery_level,
+                         wifi=glob.get("wifi_on") == "1", mobile_data=glob.get("mobile_data", "1") == "1",
+                         airplane=glob.get("airplane_mode_on") == "1")
+
+    def screenshot(self, fmt: str = "png", scale: float = 1.0, quality: int = 80) -> bytes:
+        """The screen as PNG (what `screencap -p` writes) or JPEG bytes."""
+        return self.renderer.encoded(self.window(), self.status_bar(), self.screen_on, fmt, scale, quality)
 
     def tap(self, x: float, y: float) -> bool:
         """Dispatch a tap; True if some view took it."""

@@ -10,6 +10,7 @@ maps to UiObjectNotFoundError.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 from typing import Any, Callable
@@ -245,6 +246,13 @@ class UiAutomatorServer:
         if action == 1:  # ACTION_UP completes a tap
             self.system.tap(float(x), float(y))
         return True
+
+    def rpc_takeScreenshot(self, scale: float = 1.0, quality: int = 80) -> str:
+        """Base64 JPEG of the screen, as the real server answers `takeScreenshot`."""
+        scale = float(scale) if scale else 1.0
+        if not 0 < scale <= 1:
+            raise RpcError(-32602, f"Invalid params: scale {scale} not in (0, 1]")
+        return base64.b64encode(self.system.screenshot("jpeg", scale, int(quality))).decode()
 
     def rpc_swipe(self, *args: Any) -> bool:
         return True

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Awaitable
 
 from device_farm.virtual.commands.am import am
@@ -204,3 +205,39 @@ def cmd(ctx: CommandContext, args: list[str]) -> int | Awaitable[int]:
         ctx.err(f"cmd: Can't find service: {args[0]}\n")
         return 20
     return handler(ctx, args[1:])
+
+
+def screencap(ctx: CommandContext, args: list[str]) -> int:
+    """`screencap [-p] [-d ID] [FILE]`: PNG with -p or a `.png` file, else the raw dump
+    (width, height, format RGBA_8888, colour space sRGB as u32 LE, then the pixels)."""
+    rest, png, i = [], False, 0
+    while i < len(args):
+        if args[i] == "-p":
+            png = True
+        elif args[i] == "-d":
+            i += 1
+        elif args[i] == "-h":
+            ctx.err("usage: screencap [-hp] [-d display-id] [FILENAME]\n")
+            return 0
+        elif args[i].startswith("-"):
+            ctx.err(f"screencap: invalid option -- {args[i].lstrip('-')}\n")
+            return 1
+        else:
+            rest.append(args[i])
+        i += 1
+    path = rest[0] if rest else None
+    if png or (path or "").endswith(".png"):
+        data = ctx.system.screenshot("png")
+    else:
+        raw = ctx.system.renderer.image(ctx.system.window(), ctx.system.status_bar(),
+                                        ctx.system.screen_on).convert("RGBA").tobytes()
+        data = struct.pack("<4I", WIDTH, HEIGHT, 1, 1) + raw
+    if path is None:
+        ctx.stdout += data
+        return 0
+    try:
+        ctx.system.fs.write(path, data)
+    except FsError as exc:
+        ctx.err(f"Error opening file: {path} ({exc.args[0]})\n")
+        return 1
+    return 0
