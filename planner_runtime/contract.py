@@ -90,6 +90,7 @@ class ErrorCode(StrEnum):
     ui_server_down = "ui_server_down"
     timeout = "timeout"
     unsafe_action = "unsafe_action"
+    repeated_action = "repeated_action"
     action_failed = "action_failed"
 
 

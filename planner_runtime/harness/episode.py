@@ -47,6 +47,7 @@ SYSTEM_PROMPT = (
 class EpisodeLimits:
     max_steps: int = 12
     max_seconds: float = 600.0
+    max_repeats: int = 2  # the same call on the same screen runs at most this many times in a row
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Episode:
     on_step: Callable[[Step], None] | None = None
     trajectory_id: str = field(default_factory=lambda: new_id("traj_"))
     _usage: Usage = field(default_factory=Usage, init=False, repr=False)
+    _recent: list[str] = field(default_factory=list, init=False, repr=False)
 
     def _first_messages(self) -> list[Message]:
         screen = self.ctx.observation()
@@ -82,6 +84,16 @@ class Episode:
             first = out.tool_calls[0]
             return first, Feedback.fail(first.call_id, ErrorCode.too_many_calls, "call exactly one tool per turn; nothing was run")
         call = out.tool_calls[0]
+        screen = self.ctx.screen.digest if self.ctx.screen else ""
+        key = json.dumps([call.name, call.arguments, screen], sort_keys=True, default=str)
+        self._recent = (self._recent + [key])[-(self.limits.max_repeats + 1):]
+        if len(self._recent) > self.limits.max_repeats and len(set(self._recent)) == 1:
+            return call, Feedback.fail(
+                call.call_id,
+                ErrorCode.repeated_action,
+                f"{call.name} with these arguments already ran {self.limits.max_repeats} times on this screen; "
+                "it was not run again — try something else, or finish",
+            )
         return call, self.tools.execute(call, self.ctx)
 
     def run(self) -> Trajectory:
