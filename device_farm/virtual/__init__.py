@@ -2,5 +2,6 @@
 protocol and the uiautomator2 JSON-RPC, so the same client code drives it and a real phone."""
 
 from device_farm.virtual.phone import VirtualPhone
+from device_farm.virtual.snapshot import SnapshotError
 
-__all__ = ["VirtualPhone"]
+__all__ = ["SnapshotError", "VirtualPhone"]

@@ -19,6 +19,7 @@ from device_farm.virtual.apps import default_apps
 from device_farm.virtual.apps.base import App
 from device_farm.virtual.commands import default_commands
 from device_farm.virtual.services import ServiceRouter
+from device_farm.virtual.snapshot import Snapshot, SnapshotError, capture, restore
 from device_farm.virtual.system import AndroidSystem
 from device_farm.virtual.u2server import UiAutomatorServer
 
@@ -52,6 +53,7 @@ class VirtualPhone:
         self._server: AdbdServer | None = None
         self._system: AndroidSystem | None = None
         self._u2 = UiAutomatorServer(self._current_system)
+        self._snapshots: dict[str, Snapshot] = {}
 
     @property
     def serial(self) -> str:
@@ -168,6 +170,33 @@ class VirtualPhone:
             self._boot_system()
 
         self.call(do)
+
+    # --- snapshots (an emulator's saved states; kept in memory, across reset()) ----------
+    def save_snapshot(self, name: str) -> None:
+        """Save the whole phone state under `name` (replacing one of that name)."""
+
+        async def do() -> Snapshot:
+            return capture(self._current_system(), name)
+
+        self._snapshots[name] = self.call(do)
+
+    def restore_snapshot(self, name: str) -> None:
+        """Put the phone back in the state saved as `name`; adb connections stay up."""
+        snap = self._snapshots.get(name)
+        if snap is None:
+            raise SnapshotError(f"no snapshot named {name!r}")
+
+        async def do() -> None:
+            restore(self._current_system(), snap)
+
+        self.call(do)
+
+    def list_snapshots(self) -> list[str]:
+        return sorted(self._snapshots)
+
+    def delete_snapshot(self, name: str) -> None:
+        if self._snapshots.pop(name, None) is None:
+            raise SnapshotError(f"no snapshot named {name!r}")
 
     def disconnect_host(self) -> None:
         """Drop every adb connection now (the cable is pulled); the phone keeps listening."""

@@ -9,7 +9,6 @@ the uiautomator2 server); nothing outside the phone reads this object directly.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from device_farm.virtual.stream import StreamHandler
 
 WIDTH, HEIGHT, DENSITY = 1080, 2400, 420
+TOUCH_SLOP, LONG_PRESS_MS = 21, 500
 KEYCODES: dict[str, int] = {
     "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "DPAD_LEFT": 21, "DPAD_RIGHT": 22,
     "DPAD_CENTER": 23, "VOLUME_UP": 24, "VOLUME_DOWN": 25, "POWER": 26, "CAMERA": 27,
@@ -91,7 +91,8 @@ class AndroidSystem:
         for factory in app_factories:
             app = factory(self)
             self.apps[app.package] = app
-        self._pids = itertools.count(10000)
+            self.fs.mkdir(f"/data/data/{app.package}", parents=True)
+        self._next_pid = 10000
         self._procs: dict[str, Process] = {}
         self.stack: list[Activity] = []
         self.home()
@@ -113,10 +114,20 @@ class AndroidSystem:
     def processes(self) -> list[Process]:
         return list(self._procs.values())
 
+    def set_processes(self, processes: list[Process], next_pid: int) -> None:
+        """Replace the process table (snapshot restore)."""
+        self._procs = {p.name: p for p in processes}
+        self._next_pid = next_pid
+
+    @property
+    def next_pid(self) -> int:
+        return self._next_pid
+
     def _ensure_process(self, app: App) -> None:
         if app.package not in self._procs:
             uid = 10000 + list(self.apps).index(app.package) + 100
-            self._procs[app.package] = Process(next(self._pids), 1, f"u0_a{uid - 10000}", app.package)
+            self._procs[app.package] = Process(self._next_pid, 1, f"u0_a{uid - 10000}", app.package)
+            self._next_pid += 1
 
     def provider(self, authority: str) -> SqliteProvider | None:
         for app in self.apps.values():
@@ -257,6 +268,16 @@ class AndroidSystem:
             return False
         self.set_text(field, field.value + text)
         return True
+
+    def swipe(self, x1: float, y1: float, x2: float, y2: float, duration_ms: int = 300) -> None:
+        """A drag gesture. Within touch slop and short it is a tap; a long one is a long
+        press (no click); up from the navigation handle goes home (gesture navigation)."""
+        if abs(x2 - x1) <= TOUCH_SLOP and abs(y2 - y1) <= TOUCH_SLOP:
+            if duration_ms < LONG_PRESS_MS:
+                self.tap(x1, y1)
+            return
+        if y1 >= HEIGHT - NAV_BAR_HEIGHT and y1 - y2 > 200:
+            self.home()
 
     def key(self, code: int) -> None:
         if code == KEYCODES["BACK"]:

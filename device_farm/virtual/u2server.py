@@ -254,7 +254,8 @@ class UiAutomatorServer:
             raise RpcError(-32602, f"Invalid params: scale {scale} not in (0, 1]")
         return base64.b64encode(self.system.screenshot("jpeg", scale, int(quality))).decode()
 
-    def rpc_swipe(self, *args: Any) -> bool:
+    def rpc_swipe(self, sx: float, sy: float, ex: float, ey: float, steps: int = 10) -> bool:
+        self.system.swipe(float(sx), float(sy), float(ex), float(ey), int(steps) * 5)
         return True
 
     def rpc_swipePoints(self, *args: Any) -> bool:

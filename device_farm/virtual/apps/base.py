@@ -87,8 +87,20 @@ class App:
         """Create the activity for an intent; None if the intent is handled without UI."""
         return Activity(self, activity, intent)
 
+    def data_dirs(self) -> tuple[str, ...]:
+        """Where the app keeps files: private storage, then its external-storage folders."""
+        pkg = self.package
+        return (f"/data/data/{pkg}", f"/data/user/0/{pkg}", f"/sdcard/Android/data/{pkg}",
+                f"/storage/emulated/0/Android/data/{pkg}", f"/sdcard/Android/media/{pkg}")
+
     def clear_data(self) -> None:
-        """Forget all data, as `pm clear` does."""
+        """Forget all data, as `pm clear` does: fresh providers, empty data folders
+        (the folders themselves stay, as on Android)."""
         for provider in self._providers:
             provider.close()
         self._providers = self.create_providers()
+        fs = self.system.fs
+        for path in self.data_dirs():
+            node = fs.lookup(path)
+            if node is not None and node.children is not None:
+                node.children.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from device_farm.virtual.commands.am import am, monkey
 from device_farm.virtual.commands.content import content
 from device_farm.virtual.commands.device import (
-    app_process, cmd, dumpsys, getprop, input_, screencap, settings, setprop, uiautomator, wm,
+    app_process, cmd, dumpsys, getprop, input_, screencap, settings, setprop, svc, uiautomator, wm,
 )
 from device_farm.virtual.commands.pm import pm
 from device_farm.virtual.commands.toybox import COMMANDS as TOYBOX_COMMANDS, toybox
@@ -19,6 +19,6 @@ def default_commands() -> dict[str, Command]:
         "toybox": toybox, "am": am, "monkey": monkey, "pm": pm, "content": content,
         "getprop": getprop, "setprop": setprop, "settings": settings, "wm": wm, "input": input_,
         "dumpsys": dumpsys, "uiautomator": uiautomator, "app_process": app_process, "cmd": cmd,
-        "screencap": screencap,
+        "screencap": screencap, "svc": svc,
     })
     return table

@@ -98,7 +98,11 @@ def input_(ctx: CommandContext, args: list[str]) -> int:
                 system.key(code)
         elif verb == "text" and rest:
             system.input_text(" ".join(rest).replace("%s", " "))
-        elif verb in ("swipe", "draganddrop", "motionevent", "press", "roll", "scroll"):
+        elif verb in ("swipe", "draganddrop") and len(rest) in (4, 5):
+            x1, y1, x2, y2 = (float(v) for v in rest[:4])
+            duration = int(rest[4]) if len(rest) == 5 else 300
+            system.swipe(x1, y1, x2, y2, duration)
+        elif verb in ("motionevent", "press", "roll", "scroll"):
             pass
         else:
             ctx.err(f"Error: Invalid arguments for command: {verb}\n")
@@ -138,12 +142,52 @@ def dumpsys(ctx: CommandContext, args: list[str]) -> int:
         ctx.out(f"  mWakefulness={'Awake' if on else 'Asleep'}\n"
                 f"  mHoldingDisplaySuspendBlocker={'true' if on else 'false'}\n")
     elif service == "battery":
-        ctx.out("Current Battery Service state:\n  AC powered: false\n  USB powered: true\n"
-                "  Wireless powered: false\n  status: 2\n  health: 2\n  present: true\n"
-                "  level: 100\n  scale: 100\n  voltage: 4400\n  temperature: 250\n")
+        return dumpsys_battery(ctx, args[1:])
+    elif service == "wifi":
+        on = system.settings["global"].get("wifi_on") == "1"
+        ctx.out(f"Wi-Fi is {'enabled' if on else 'disabled'}\n")
     else:
         ctx.out(f"Can't find service: {service}\n")
     return 0
+
+
+def dumpsys_battery(ctx: CommandContext, args: list[str]) -> int:
+    """`dumpsys battery` in Android 14's layout; `set level N` and `reset` as on a phone."""
+    system = ctx.system
+    if args[:2] == ["set", "level"] and len(args) == 3 and args[2].isdigit():
+        system.battery_level = min(100, int(args[2]))
+        return 0
+    if args[:1] == ["reset"]:
+        system.battery_level = 100
+        return 0
+    if args:
+        ctx.err(f"Unknown option: {args[0]}\n")
+        return 1
+    level = system.battery_level
+    ctx.out("Current Battery Service state:\n  AC powered: false\n  USB powered: true\n"
+            "  Wireless powered: false\n  Dock powered: false\n  Max charging current: 500000\n"
+            "  Max charging voltage: 5000000\n  Charge counter: 4200000\n"
+            f"  status: {5 if level == 100 else 2}\n  health: 2\n  present: true\n"
+            f"  level: {level}\n  scale: 100\n  voltage: 4400\n  temperature: 250\n"
+            "  technology: Li-ion\n")
+    return 0
+
+
+SVC_SETTINGS = {"wifi": "wifi_on", "data": "mobile_data"}
+
+
+def svc(ctx: CommandContext, args: list[str]) -> int:
+    """`svc wifi|data enable|disable`, reflected in `settings get global wifi_on|mobile_data`."""
+    if len(args) == 2 and args[0] in SVC_SETTINGS and args[1] in ("enable", "disable"):
+        ctx.system.settings["global"][SVC_SETTINGS[args[0]]] = "1" if args[1] == "enable" else "0"
+        return 0
+    if args and args[0] in SVC_SETTINGS:
+        noun = "Wi-Fi" if args[0] == "wifi" else "mobile data"
+        ctx.err(f"Control the {noun} manager\n\nusage: svc {args[0]} [enable|disable]\n")
+        return 1
+    ctx.err("Available commands:\n    help\n    power\n    data\n    wifi\n    usb\n    nfc\n"
+            "    bluetooth\n    system-server\n")
+    return 1 if args else 0
 
 
 def uiautomator(ctx: CommandContext, args: list[str]) -> int:

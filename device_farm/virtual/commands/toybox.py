@@ -228,10 +228,11 @@ def pidof(ctx: CommandContext, args: list[str]) -> int:
 
 
 def date(ctx: CommandContext, args: list[str]) -> int:
+    now = ctx.system.now()
     if args and args[0] == "+%s":
-        ctx.out(f"{int(time.time())}\n")
+        ctx.out(f"{int(now)}\n")
     else:
-        ctx.out(time.strftime("%a %b %d %H:%M:%S %Z %Y") + "\n")
+        ctx.out(time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(now)) + "\n")
     return 0
 
 
