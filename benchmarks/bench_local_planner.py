@@ -4,6 +4,9 @@ Measures the first-use GGUF conversion (in a throw-away cache), loading from the
 cache, and steps on a short and a ~1.5k-token agent prompt with up to 40 new tokens: without the
 prefix KV cache, with it on an identical prompt, and with it on the next turn of the same episode
 (the realistic case: system prompt, tools and history unchanged, one tool result appended).
+Steps are grammar-constrained (the planner's default) unless said otherwise; a last block runs the
+long prompt constrained and unconstrained side by side, with the forward passes that the
+grammar's forced tokens saved.
 
     python benchmarks/bench_local_planner.py [--skip-cold] [--device cpu|auto] [--repeat 3]
 """
@@ -108,12 +111,38 @@ def main() -> None:
 
         next_s = statistics.median(next_turn() for _ in range(args.repeat))
         new = out.usage.completion_tokens
-        per_token = out.timings["generate_s"] / max(1, new - 1) * 1000
+        per_pass = out.timings["generate_s"] / max(1, uncached.last_forward_passes - 1) * 1000
         print(
-            f"{label:5} prompt {n_prompt:5d} tok, {new:2d} out ({new - len(planner.tokenizer(TOOL_CALL_PREFILL).input_ids)} generated): no prefix cache {cold_s:5.2f} s "
-            f"(prefill {out.timings['prefill_s']:.2f} s, {per_token:.0f} ms/token) | same prompt cached {same_s:5.2f} s "
+            f"{label:5} constrained prompt {n_prompt:5d} tok, {new:2d} out ({new - len(planner.tokenizer(TOOL_CALL_PREFILL).input_ids)} generated): no prefix cache {cold_s:5.2f} s "
+            f"(prefill {out.timings['prefill_s']:.2f} s, {per_pass:.0f} ms/decode pass) | same prompt cached {same_s:5.2f} s "
             f"({cold_s / same_s:.1f}x) | next turn cached {next_s:5.2f} s ({cold_s / next_s:.1f}x)"
         )
+
+    compare_constraint(planner, tools(8), chat(4), sampling, args.repeat)
+
+
+def compare_constraint(planner: LocalPlanner, specs: list[ToolSpec], messages: list[Message], sampling: Sampling, repeat: int) -> None:
+    """One step on the same (prefix-cached) prompt, with and without the tool-call grammar."""
+    rows = {}
+    for constrained in (False, True):
+        planner.constrained = constrained
+        planner.plan(messages, specs, sampling=sampling)  # warm the prefix cache and the grammar
+        step_s, out = timed(lambda: planner.plan(messages, specs, sampling=sampling), repeat)
+        rows[constrained] = (step_s, out, planner.last_forward_passes, planner.last_forced_tokens)
+    planner.constrained = True
+    for constrained, (step_s, out, passes, forced) in rows.items():
+        name = "constrained  " if constrained else "unconstrained"
+        valid = "valid call" if out.tool_calls and not out.errors else "no valid call"
+        print(
+            f"long  {name} step {step_s:5.2f} s: {out.usage.completion_tokens:2d} out tokens, {passes:2d} forward passes, "
+            f"{forced:2d} forced ({valid}): {out.text[len(TOOL_CALL_PREFILL):][:70]!r}"
+        )
+    (free_s, free, free_passes, _), (con_s, con, con_passes, forced) = rows[False], rows[True]
+    print(
+        f"constrained/unconstrained step time {con_s / free_s:.2f}x; forward passes saved by forced tokens: "
+        f"{forced} of {con_passes + forced} ({forced / max(1, con_passes + forced):.0%}); "
+        f"per generated token {con_s / max(1, con_passes + forced) * 1000:.0f} ms vs {free_s / max(1, free_passes) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":
