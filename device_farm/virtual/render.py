@@ -38,6 +38,8 @@ OUTLINE = (116, 119, 127)
 DIVIDER = (225, 227, 230)
 WALLPAPER = (32, 56, 100)
 CACHE_SIZE = 32
+ICON_GLYPHS = ((("cancel", "close", "dismiss"), "✕"), (("navigate up", "back"), "←"),
+               (("more options", "menu"), "⋮"), (("search",), "⌕"))
 
 
 @dataclass(frozen=True)
@@ -160,11 +162,18 @@ class Painter:
         _text(draw, b, n.text or n.content_desc, ON_PRIMARY, _size_for(b, 44), center=True)
 
     def _image_button(self, draw: ImageDraw.ImageDraw, n: ViewNode) -> None:
+        """A floating action button for add/create, else a toolbar icon (a glyph)."""
         b = n.bounds
-        draw.rounded_rectangle((b.left, b.top, b.right, b.bottom), radius=56, fill=(211, 227, 253))
-        label = n.text or ("+" if n.content_desc.lower().startswith(("add", "new", "create")) else
-                           n.content_desc[:1].upper())
-        _text(draw, b, label, PRIMARY, min(110, int((b.bottom - b.top) * 0.6)), center=True, pad=0)
+        desc = n.content_desc.lower()
+        size = min(110, int((b.bottom - b.top) * 0.6))
+        if n.text:
+            _text(draw, b, n.text, PRIMARY, _size_for(b, 44), center=True)
+        elif desc.startswith(("add", "new", "create")):
+            draw.rounded_rectangle((b.left, b.top, b.right, b.bottom), radius=56, fill=(211, 227, 253))
+            _text(draw, b, "+", PRIMARY, size, center=True, pad=0)
+        else:
+            glyph = next((g for words, g in ICON_GLYPHS if desc.startswith(words)), desc[:1].upper())
+            _text(draw, b, glyph, TEXT, min(72, size), center=True, pad=0)
 
     def _switch(self, draw: ImageDraw.ImageDraw, n: ViewNode) -> None:
         b = n.bounds
