@@ -73,7 +73,8 @@ class Episode:
         screen = self.ctx.observation()
         return [
             Message(role=Role.system, content=SYSTEM_PROMPT),
-            Message(role=Role.user, content=f"{self.goal}\n\nCurrent screen:\n{screen.screen}"),
+            # The goal goes last: small models weigh the end of the prompt most.
+            Message(role=Role.user, content=f"Current screen:\n{screen.screen}\n\nGoal: {self.goal}"),
         ]
 
     def _respond(self, out: PlannerOutput) -> tuple[ToolCall | None, Feedback]:
@@ -173,6 +174,8 @@ def feedback_text(feedback: Feedback) -> str:
     if feedback.result is not None:
         body["result"] = feedback.result
     text = json.dumps(body, ensure_ascii=False)
+    if feedback.status is FeedbackStatus.ok:
+        text += "\nIf the goal is now reached, call finish."
     if feedback.observation is not None:
         text += "\nScreen:\n" + feedback.observation.screen
     return text

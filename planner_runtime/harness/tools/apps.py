@@ -30,7 +30,7 @@ def _require_app(ctx: ToolContext, name: str) -> str:
 
 
 class SetAlarmArgs(ToolArgs):
-    hour: int = Field(ge=0, le=23, description="Hour, 0-23 (24-hour clock)")
+    hour: int = Field(ge=0, le=23, description="Hour on the 24-hour clock, e.g. 7 for 7 AM, 19 for 7 PM")
     minutes: int = Field(ge=0, le=59, description="Minutes, 0-59")
     label: str = Field(default="", description="Optional alarm label")
 
