@@ -14,6 +14,7 @@ import threading
 from concurrent.futures import Future
 from typing import Callable, Coroutine, TypeVar
 
+from device_farm.errors import DeviceError
 from device_farm.virtual.adbd import AdbdServer, make_banner
 from device_farm.virtual.apps import default_apps
 from device_farm.virtual.apps.base import App
@@ -28,7 +29,7 @@ T = TypeVar("T")
 U2_PORT = 9008
 
 
-class PhoneNotRunning(RuntimeError):
+class PhoneNotRunning(DeviceError, RuntimeError):
     """The phone was used before start() or after stop()."""
 
 

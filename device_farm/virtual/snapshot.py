@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from device_farm.errors import DeviceError
 from device_farm.virtual.fs import Node
 
 if TYPE_CHECKING:
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
     from device_farm.virtual.system import AndroidSystem, Process
 
 
-class SnapshotError(LookupError):
+class SnapshotError(DeviceError, LookupError):
     """No snapshot by that name, or it does not fit the phone's installed apps."""
+
+    infra = False
 
 
 @dataclass(frozen=True)

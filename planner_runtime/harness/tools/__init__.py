@@ -19,6 +19,7 @@ from device_farm.android import installed_packages
 from device_farm.errors import DeviceError
 from device_farm.hierarchy import Screen, parse_hierarchy
 from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, Observation, ToolCall, ToolSpec
+from planner_runtime.errors import PlannerRuntimeError
 
 
 class ToolArgs(BaseModel):
@@ -29,8 +30,9 @@ class NoArgs(ToolArgs):
     pass
 
 
-class ToolFailure(Exception):
-    """A failure the planner caused and can act on (wrong element, app missing...)."""
+class ToolFailure(PlannerRuntimeError):
+    """A failure the planner caused and can act on (wrong element, app missing...); the
+    tool set turns it into feedback, so it never leaves a tool call."""
 
     def __init__(self, code: ErrorCode, hint: str) -> None:
         super().__init__(hint)
