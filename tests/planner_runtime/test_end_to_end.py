@@ -11,6 +11,7 @@ from device_farm.hierarchy import Screen
 from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Source, TrajectoryStatus
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runner import run_goal
+from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
 
 SUITE = {t.id: t for t in builtin_suite().tasks}
@@ -34,6 +35,15 @@ def _switch_for(screen: Screen, time_text: str) -> int:
     label = next(e for e in screen.elements if e.text.startswith(time_text))
     switches = [e for e in screen.elements if e.role == "Switch"]
     return min(switches, key=lambda s: abs(s.bounds.center[1] - label.bounds.center[1])).id
+
+
+def _learn_switch(task, device, time_text: str) -> int:
+    """Seed ``task``, read the Clock screen as the planner would, find a row's switch, go home."""
+    seed(task, device)
+    launch_app(device, "com.google.android.deskclock")
+    switch = _switch_for(device.observe(), time_text)
+    device.press("home")
+    return switch
 
 
 def test_set_alarm_task_succeeds(device, device_ref, store):
@@ -61,13 +71,7 @@ def test_add_contact_task_succeeds(device, device_ref, store):
 
 def test_disable_alarm_through_the_gui_succeeds(device, device_ref, store):
     task = SUITE["clock.disable_alarm_gui"]
-    # Learn the switch's element id the way the planner would: from the Clock screen.
-    from planner_runtime.tasks.seeding import seed
-
-    seed(task, device)
-    launch_app(device, "com.google.android.deskclock")
-    switch = _switch_for(device.observe(), "6:15")
-    device.press("home")
+    switch = _learn_switch(task, device, "6:15")
     traj = _run(
         task,
         [
@@ -97,12 +101,7 @@ def test_verifier_says_failed_when_the_state_is_wrong(device, device_ref, store)
 
 def test_gui_task_fails_when_the_wrong_switch_is_tapped(device, device_ref, store):
     task = SUITE["clock.disable_alarm_gui"]
-    from planner_runtime.tasks.seeding import seed
-
-    seed(task, device)
-    launch_app(device, "com.google.android.deskclock")
-    wrong = _switch_for(device.observe(), "8:00")
-    device.press("home")
+    wrong = _learn_switch(task, device, "8:00")
     traj = _run(task, [{"name": "open_app", "arguments": {"app": "Clock"}}, {"name": "tap", "arguments": {"element": wrong}}], device, device_ref, store)
     assert not traj.verdict.success
     assert [c.passed for c in traj.verdict.checks] == [False, False, True]
