@@ -16,7 +16,6 @@ import statistics
 import time
 from typing import Callable
 
-import adbutils
 import uiautomator2
 
 from device_farm.adb import AdbDevice

@@ -137,7 +137,7 @@ def compare_constraint(planner: LocalPlanner, specs: list[ToolSpec], messages: l
             f"long  {name} step {step_s:5.2f} s: {out.usage.completion_tokens:2d} out tokens, {passes:2d} forward passes, "
             f"{forced:2d} forced ({valid}): {out.text[len(TOOL_CALL_PREFILL):][:70]!r}"
         )
-    (free_s, free, free_passes, _), (con_s, con, con_passes, forced) = rows[False], rows[True]
+    (free_s, _, free_passes, _), (con_s, _, con_passes, forced) = rows[False], rows[True]
     print(
         f"constrained/unconstrained step time {con_s / free_s:.2f}x; forward passes saved by forced tokens: "
         f"{forced} of {con_passes + forced} ({forced / max(1, con_passes + forced):.0%}); "

@@ -1,6 +1,7 @@
-"""AdbDevice: a phone reached through an adb server (adbutils) and its uiautomator2 server.
+"""AdbDevice: a phone reached through an adb server and its uiautomator2 server.
 
-adbutils speaks the adb host protocol; UI calls go to the on-device uiautomator2 JSON-RPC
+Shell commands and device sockets go through the lean host-protocol client in
+:mod:`device_farm.adbhost` (adbutils for the rest); UI calls go to the on-device uiautomator2 JSON-RPC
 server over one kept-alive ``tcp:9008`` stream (:mod:`device_farm.u2rpc`). uiautomator2 itself
 is used only for setup (pushing its jar and starting the server) when the server is not already
 answering. Every adb or transport failure surfaces as a :mod:`device_farm.errors` subclass.
@@ -17,7 +18,7 @@ import adbutils
 
 from device_farm import DeviceInfo, ShellResult
 from device_farm.adbhost import AdbHost
-from device_farm.errors import DeviceOffline, DeviceTimeout, UiServerDown
+from device_farm.errors import DeviceOffline, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
 from device_farm.u2rpc import HttpOverStream, JsonRpcClient
 
