@@ -190,3 +190,19 @@ def test_repeating_the_same_call_on_the_same_screen_is_stopped(device, device_re
     assert traj.steps[2].feedback.result is None and "already ran 2 times" in traj.steps[2].feedback.error.hint
     # Clock reuses an identical alarm (as AOSP DeskClock does), so the task still holds
     assert traj.verdict.success
+
+
+def test_open_app_then_home_and_back_tools_change_the_screen(device):
+    from planner_runtime.contract import ToolCall
+    from planner_runtime.harness.toolbox import default_toolset
+    from planner_runtime.harness.tools import ToolContext
+
+    tools, ctx = default_toolset(), ToolContext(device=device)
+    opened = tools.execute(ToolCall(name="open_app", arguments={"app": "clock"}), ctx)
+    assert opened.observation.package == "com.google.android.deskclock"
+    home = tools.execute(ToolCall(name="home", arguments={}), ctx)
+    assert home.status is FeedbackStatus.ok and home.observation.package != "com.google.android.deskclock"
+    assert "Clock" in home.observation.screen  # the launcher shows its icon
+    tools.execute(ToolCall(name="open_app", arguments={"app": "Contacts"}), ctx)
+    back = tools.execute(ToolCall(name="back", arguments={}), ctx)
+    assert back.observation.package != "com.google.android.contacts"

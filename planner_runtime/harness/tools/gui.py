@@ -113,21 +113,24 @@ class TypeText(Tool):
         return ToolResult(result={"typed": args.text}, observe=True)
 
 
-class Back(Tool):
+class _KeyTool(Tool):
+    """Press one system key, then look at the screen."""
+
+    key: str
+
+    def run(self, ctx: ToolContext, args: NoArgs) -> ToolResult:
+        ctx.device.press(self.key)
+        ctx.observe()
+        return ToolResult(observe=True)
+
+
+class Back(_KeyTool):
     name = "back"
     description = "Press the Back button."
-
-    def run(self, ctx: ToolContext, args: NoArgs) -> ToolResult:
-        ctx.device.press("back")
-        ctx.observe()
-        return ToolResult(observe=True)
+    key = "back"
 
 
-class Home(Tool):
+class Home(_KeyTool):
     name = "home"
     description = "Press the Home button."
-
-    def run(self, ctx: ToolContext, args: NoArgs) -> ToolResult:
-        ctx.device.press("home")
-        ctx.observe()
-        return ToolResult(observe=True)
+    key = "home"
