@@ -76,7 +76,7 @@ def run(
     """Run the assistant on a phone (the built-in virtual phone when none is attached)."""
     from planner_runtime import planners
     from planner_runtime.runner import open_device, run_goal
-    from planner_runtime.tasks.spec import builtin_suite, load_suite
+    from planner_runtime.tasks.spec import builtin_suite, find_task, load_suite
     from planner_runtime.trajectories import TrajectoryStore
 
     settings = Settings.from_env()
@@ -84,9 +84,7 @@ def run(
         tasks = load_suite(suite) if suite else builtin_suite()
         spec = None
         if task is not None:
-            spec = next((t for t in tasks.tasks if t.id == task), None)
-            if spec is None:
-                raise _fail(f"no task {task!r}; see `planner-agent tasks list`")
+            spec = find_task(task, tasks)
         elif goal is not None:  # a goal that is exactly a known task's goal gets that task's checks
             spec = next((t for t in tasks.tasks if t.rendered_goal().lower() == goal.strip().lower()), None)
         if goal is None and spec is None:

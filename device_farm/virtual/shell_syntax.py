@@ -76,6 +76,16 @@ def tokenize(line: str) -> list[Union[Word, str]]:
             k += 1
         return (Var(line[j:k]), k) if k > j else (None, j)
 
+    def dollar(j: int) -> int:
+        """Take the ``$`` at ``j`` (a variable, or a literal ``$``); return where to go on."""
+        var, after = read_var(j + 1)
+        if var is None:
+            buf.append("$")
+            return j + 1
+        flush_buf()
+        parts.append(var)
+        return after
+
     while i < n:
         c = line[i]
         if c in " \t\n":
@@ -103,14 +113,7 @@ def tokenize(line: str) -> list[Union[Word, str]]:
                     buf.append(line[i + 1])
                     i += 2
                 elif line[i] == "$":
-                    var, j = read_var(i + 1)
-                    if var is None:
-                        buf.append("$")
-                        i += 1
-                    else:
-                        flush_buf()
-                        parts.append(var)
-                        i = j
+                    i = dollar(i)
                 else:
                     buf.append(line[i])
                     i += 1
@@ -119,14 +122,7 @@ def tokenize(line: str) -> list[Union[Word, str]]:
             i += 1
         elif c == "$":
             in_word = True
-            var, j = read_var(i + 1)
-            if var is None:
-                buf.append("$")
-                i += 1
-            else:
-                flush_buf()
-                parts.append(var)
-                i = j
+            i = dollar(i)
         else:
             op = next((o for o in OPERATORS if line.startswith(o, i)), None)
             if op is not None and op.startswith("2") and (in_word or (i > 0 and line[i - 1] not in " \t")):

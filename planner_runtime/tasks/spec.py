@@ -165,4 +165,4 @@ def find_task(task_id: str, suite: Suite | None = None) -> TaskSpec:
     for task in (suite or builtin_suite()).tasks:
         if task.id == task_id:
             return task
-    raise TaskSpecError("<suite>", None, "id", f"no task {task_id!r}")
+    raise TaskSpecError("<suite>", None, "id", f"no task {task_id!r}; see `planner-agent tasks list`")

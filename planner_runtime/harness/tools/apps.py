@@ -11,6 +11,7 @@ from pydantic import Field
 
 from device_farm.android import Intent, start_activity
 from device_farm.errors import ShellCommandError
+from device_farm.hierarchy import Element
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import resolve_package
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
@@ -59,7 +60,7 @@ class AddContactArgs(ToolArgs):
     email: str = Field(default="", description="Email address")
 
 
-def _is_save_button(e) -> bool:  # noqa: ANN001 - Element
+def _is_save_button(e: Element) -> bool:
     label = (e.text or e.description).strip().lower()
     return ("tap" in e.actions) and (label == "save" or e.resource_id.endswith("save_button"))
 
