@@ -201,6 +201,7 @@ class Trajectory(Record):
     planner: str
     planner_release: str = ""
     harness_release: str = ""
+    tools: tuple[ToolSpec, ...] = ()  # what the planner was offered: with Step.messages, the exact input
     status: TrajectoryStatus = TrajectoryStatus.running
     answer: str | None = None
     steps: tuple[Step, ...] = ()

@@ -49,6 +49,7 @@ trajectories = Table(
     Column("planner", String, nullable=False, index=True),
     Column("planner_release", String, nullable=False),
     Column("harness_release", String, nullable=False, index=True),
+    Column("tools", JSON),  # the tool specs offered to the planner
     Column("status", String, nullable=False, index=True),
     Column("answer", Text),
     Column("success", Boolean, index=True),
@@ -103,6 +104,7 @@ class TrajectoryStore:
             engine = create_engine(f"sqlite:///{self.path}")
             event.listen(engine, "connect", _sqlite_pragmas)
             metadata.create_all(engine)
+            _add_missing_columns(engine)
         except (SQLAlchemyError, OSError) as exc:
             raise StoreError(f"cannot open trajectory store {self.path}: {exc}") from exc
         self._engine = engine
@@ -137,6 +139,7 @@ class TrajectoryStore:
             "planner": traj.planner,
             "planner_release": traj.planner_release,
             "harness_release": traj.harness_release,
+            "tools": [t.model_dump(mode="json") for t in traj.tools],
             "status": traj.status.value,
             "started_at": traj.started_at,
             "writer": _writer_id(),
@@ -216,6 +219,7 @@ class TrajectoryStore:
             planner=row.planner,
             planner_release=row.planner_release,
             harness_release=row.harness_release,
+            tools=tuple(row.tools or ()),
             status=row.status,
             answer=row.answer,
             steps=step_list,
@@ -235,6 +239,17 @@ class TrajectoryStore:
             query = query.where(trajectories.c.success == success)
         with self.engine.connect() as conn:
             yield from conn.execute(query).scalars()
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Bring a store written by an older release up to the current columns (additive only)."""
+    with engine.begin() as conn:
+        for table in metadata.sorted_tables:
+            have = {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table.name})")}
+            for column in table.columns:
+                if column.name not in have:
+                    kind = column.type.compile(dialect=engine.dialect)
+                    conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
 
 
 def _aware(value: datetime) -> datetime:

@@ -25,6 +25,7 @@ from planner_runtime.contract import (
     Source,
     Step,
     ToolCall,
+    ToolSpec,
     Trajectory,
     TrajectoryStatus,
     Usage,
@@ -107,12 +108,13 @@ class Episode:
             planner=self.planner.name,
             planner_release=self.planner.release,
             harness_release=HARNESS_RELEASE,
+            tools=tuple(self.tools.specs()),
         )
         self.store.begin(header)
         self._usage = Usage()
         status, answer = TrajectoryStatus.interrupted, None
         try:
-            status, answer = self._loop()
+            status, answer = self._loop(list(header.tools))
         except DeviceError as exc:
             if not exc.infra:
                 raise
@@ -121,10 +123,9 @@ class Episode:
             self.store.end(self.trajectory_id, status, answer=answer, usage=self._usage)
         return self.store.get(self.trajectory_id)
 
-    def _loop(self) -> tuple[TrajectoryStatus, str | None]:
+    def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
         started = time.monotonic()
         messages = self._first_messages()
-        specs = self.tools.specs()
         for index in range(self.limits.max_steps):
             if time.monotonic() - started > self.limits.max_seconds:
                 break

@@ -56,6 +56,7 @@ def test_set_alarm_task_succeeds(device, device_ref, store):
     assert traj.verdict.success and traj.verdict.score == 1.0
     assert "hour=7" in traj.verdict.checks[0].evidence
     assert store.get(traj.id) == traj  # what the caller got is what was stored
+    assert {"set_alarm", "tap", "finish"} <= {t.name for t in traj.tools}  # the offered tools are kept
 
 
 def test_add_contact_task_succeeds(device, device_ref, store):

@@ -86,3 +86,31 @@ def test_kill_9_mid_episode_keeps_committed_steps_and_reads_interrupted(tmp_path
         traj = store.get(traj_id)
     assert traj.status is TrajectoryStatus.interrupted
     assert [s.index for s in traj.steps] == [0, 1]
+
+
+def test_tool_specs_are_kept_with_the_trajectory(tmp_path):
+    from planner_runtime.contract import ToolSpec
+
+    spec = ToolSpec(name="tap", description="Tap", parameters={"type": "object", "properties": {"element": {"type": "integer"}}})
+    with TrajectoryStore(tmp_path / "t.sqlite") as store:
+        head = _header().model_copy(update={"tools": (spec,)})
+        store.begin(head)
+        assert store.get(head.id).tools == (spec,)
+
+
+def test_a_store_from_an_older_release_gains_new_columns(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:  # the trajectories table as the first release wrote it, without `tools`
+        db.execute(
+            "CREATE TABLE trajectories (id VARCHAR PRIMARY KEY, task_id VARCHAR, goal TEXT NOT NULL, source VARCHAR NOT NULL,"
+            " device JSON NOT NULL, planner VARCHAR NOT NULL, planner_release VARCHAR NOT NULL, harness_release VARCHAR NOT NULL,"
+            " status VARCHAR NOT NULL, answer TEXT, success BOOLEAN, failure_kind VARCHAR, verdict JSON,"
+            " prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, started_at DATETIME NOT NULL,"
+            " ended_at DATETIME, writer VARCHAR NOT NULL)"
+        )
+    with TrajectoryStore(path) as store:
+        head = _header()
+        store.begin(head)
+        assert store.get(head.id).tools == ()
