@@ -26,6 +26,7 @@ class HealthPolicy:
 
     min_battery: int = 5  # percent
     min_free_mb: int = 64  # on /data
+    require_ui: bool = False  # a silent uiautomator server is a problem (else connect() starts it)
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,8 @@ def parse_df_free_mb(text: str) -> int | None:
         return None
     header, row = lines[0], lines[-1]
     if "Available" in header or "Avail" in header:
-        idx = header.index("Available" if "Available" in header else "Avail")
-        # A long device name wraps onto its own line in some df versions: count from the right.
-        idx -= len(header) - len(row) if len(row) < len(header) else 0
-        value = row[idx] if 0 <= idx < len(row) else ""
+        # Available, Use%, mount point close the row, also when a long device name wrapped it.
+        value = row[-3] if len(row) >= 3 else ""
         if value.isdigit():
             return int(value) // 1024 if "1K-blocks" in header else int(value) // (1024 * 1024)
     elif "Free" in header and len(row) >= 4:  # toolbox: Filesystem Size Used Free Blksize
@@ -106,7 +105,7 @@ def probe_over_shell(
             problems.append(f"storage {free_mb} MiB free < {policy.min_free_mb} MiB")
         if ui_check is not None:
             ui = ui_check()
-            if not ui:
+            if not ui and policy.require_ui:
                 problems.append("uiautomator server does not answer /ping")
     except DeviceError as exc:
         problems.append(f"{exc.code}: {exc}")
