@@ -129,8 +129,10 @@ class AdbSource:
     def reconnect(self, candidate: DeviceCandidate, timeout: float = 3.0) -> bool:
         if _NETWORK_SERIAL.match(candidate.serial):
             try:
-                host_query(self.host, self.port, f"host:connect:{candidate.serial}", timeout=timeout)
+                answer = host_query(self.host, self.port, f"host:connect:{candidate.serial}", timeout=timeout)
             except DeviceError:
+                return False
+            if "connected to" not in answer:  # "failed to connect to ...: Connection refused"
                 return False
         deadline = time.monotonic() + timeout
         while True:

@@ -23,6 +23,8 @@ phone_app = typer.Typer(help="The built-in virtual phone.", no_args_is_help=True
 tasks_app = typer.Typer(help="Task specs and suites.", no_args_is_help=True)
 app.add_typer(phone_app, name="phone")
 app.add_typer(tasks_app, name="tasks")
+export_app = typer.Typer(help="Export trajectories for training.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -202,6 +204,25 @@ def tasks_check(path: Path = typer.Argument(..., help="A suite YAML file to vali
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
     console.print(f"{path}: {len(tasks.tasks)} tasks OK")
+
+
+@export_app.command("sft")
+def export_sft_cmd(
+    out: Path = typer.Option(..., "--out", help="JSONL file to write."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    task: Optional[str] = typer.Option(None, "--task", help="Only trajectories of this task."),
+    include_failed: bool = typer.Option(False, "--include-failed", help="Also unverified and failed episodes (their ok turns)."),
+) -> None:
+    """SFT data in TRL's prompt-completion format; turns that drew an error are never targets."""
+    from planner_runtime.data.export import export_sft
+    from planner_runtime.trajectories import TrajectoryStore
+
+    try:
+        with TrajectoryStore(store or Settings.from_env().store_path) as db:
+            stats = export_sft(db, out, only_success=not include_failed, task_id=task)
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(f"{out}: {stats.rows} rows from {stats.trajectories} trajectories ({stats.masked_turns} error turns masked)")
 
 
 if __name__ == "__main__":

@@ -21,13 +21,17 @@ DEFAULT_SYSTEM = "You are a helpful assistant that operates an Android phone by 
 TOOL_CALL_PREFILL = OPEN + '\n{"name": "'
 
 
+def system_with_tools(system: str, tools: Sequence[ToolSpec]) -> str:
+    """The system turn's text: the harness's system prompt followed by the tool signatures."""
+    return f"{system}\n\n# Tools\n\n{render_tools(tools)}" if tools else system
+
+
 def render_chat(messages: Sequence[Message], tools: Sequence[ToolSpec], *, prefill: str = "") -> str:
     """The prompt text for ``messages``, ending with an open assistant turn and ``prefill``."""
     parts: list[str] = []
     rest = list(messages)
     system = rest.pop(0).content if rest and rest[0].role == Role.system else DEFAULT_SYSTEM
-    if tools:
-        system = f"{system}\n\n# Tools\n\n{render_tools(tools)}"
+    system = system_with_tools(system, tools)
     parts.append(f"{IM_START}system\n{system}{IM_END}\n")
     for i, msg in enumerate(rest):
         if msg.role == Role.tool:

@@ -1,0 +1,1 @@
+"""Data from trajectories: exports for training (and, later, the review queue and recipes)."""

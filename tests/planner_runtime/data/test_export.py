@@ -1,0 +1,88 @@
+"""SFT export: ok turns become completions, error turns are masked but stay in later prompts,
+and TRL's SFTTrainer trains on the file as written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner_runtime.contract import Source
+from planner_runtime.data.export import export_sft
+from planner_runtime.planners.chat_template import render_chat
+from planner_runtime.planners.scripted import ScriptedPlanner
+from planner_runtime.runner import run_goal
+from planner_runtime.tasks.spec import builtin_suite
+
+TASK = next(t for t in builtin_suite().tasks if t.id == "clock.set_alarm")
+
+
+@pytest.fixture
+def exported(device, device_ref, store, tmp_path):
+    good = [
+        {"name": "set_alarm", "arguments": {"hour": "7", "minutes": 30}},  # invalid: masked
+        {"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}},
+        {"name": "finish", "arguments": {"answer": "done"}},
+    ]
+    bad = [{"name": "set_alarm", "arguments": {"hour": 8, "minutes": 0}}, {"name": "finish", "arguments": {"answer": "done"}}]
+    runs = [
+        run_goal(TASK.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+                 planner=ScriptedPlanner(script), store=store, task=TASK)
+        for script in (good, bad)
+    ]
+    assert [r.verdict.success for r in runs] == [True, False]
+    out = tmp_path / "sft.jsonl"
+    stats = export_sft(store, out)
+    return runs, out, stats
+
+
+def test_only_ok_turns_of_verified_successes_become_completions(exported):
+    runs, out, stats = exported
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (stats.trajectories, stats.rows, stats.masked_turns) == (1, 2, 1)
+    assert {r["trajectory_id"] for r in rows} == {runs[0].id}
+    assert [r["step"] for r in rows] == [1, 2]
+    completions = [r["completion"][0]["content"] for r in rows]
+    assert '"hour": 7' in completions[0] and '"finish"' in completions[1]
+    assert all('"hour": "7"' not in c for c in completions)
+    # the masked mistake and its feedback are still in the next prompt, so recovery is learned
+    prompt = rows[0]["prompt"]
+    assert '"hour": "7"' in prompt[-2]["content"] and "invalid_arguments" in prompt[-1]["content"]
+    assert prompt[-1]["content"].startswith("<tool_response>")
+    assert "<tools>" in prompt[0]["content"] and "set_alarm" in prompt[0]["content"]
+
+
+def test_include_failed_exports_their_ok_turns_too(exported, store, tmp_path):
+    out = tmp_path / "all.jsonl"
+    stats = export_sft(store, out, only_success=False)
+    assert (stats.trajectories, stats.rows) == (2, 4)
+
+
+@pytest.mark.slow
+def test_prompt_matches_the_local_planner_and_trl_trains_on_it(exported, store, tmp_path):
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from planner_runtime.planners.model_store import ensure_embedded_model
+
+    runs, out, _ = exported
+    model_dir = ensure_embedded_model()
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    row = json.loads(out.read_text().splitlines()[0])
+    step = runs[0].steps[1]
+    # the exported prompt, through the model's own chat template, is exactly what the planner saw
+    templated = tok.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+    assert templated == render_chat(step.messages, runs[0].tools)
+
+    rows = Dataset.from_json(str(out))
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=1, max_length=2048,
+                     report_to=[], save_strategy="no", logging_steps=1, use_cpu=True)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=rows, processing_class=tok)
+    labels = trainer.train_dataset[0]["labels"]
+    trained = [t for t in labels if t != -100]
+    assert 0 < len(trained) < len(labels) / 4  # only the completion (the tool call) is trained
+    assert tok.decode(trained).startswith('<tool_call>')
+    result = trainer.train()
+    assert result.training_loss > 0
