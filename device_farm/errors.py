@@ -61,3 +61,15 @@ class ShellCommandError(DeviceError):
     def __init__(self, command: str, exit_code: int, output: str) -> None:
         self.command, self.exit_code, self.output = command, exit_code, output
         super().__init__(f"{command!r} exited {exit_code}: {output.strip()[:300]}")
+
+
+class DeviceUnavailable(DeviceError):
+    """No device matching the request could be leased in time (all held, quarantined or gone)."""
+
+    code = "device_offline"
+
+
+class StorageFull(DeviceError):
+    """The device has no room left on /data for the file or app being written."""
+
+    code = "action_failed"
