@@ -5,11 +5,13 @@ This is the one place that reads the environment; everything else takes plain ar
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner_runtime.errors import ConfigError
 
@@ -26,6 +28,19 @@ class Settings(BaseModel):
     adb: str = Field(default="127.0.0.1:5037", description="The adb server to look for phones on, host:port (PLANNER_AGENT_ADB).")
     planner: str = Field(default="local", description="Default planner backend (PLANNER_AGENT_PLANNER).")
     max_steps: int = Field(default=12, ge=1, description="Default step limit of an episode (PLANNER_AGENT_MAX_STEPS).")
+    appium_url: str | None = Field(
+        default=None, description="An Appium server, grid or device cloud, e.g. http://127.0.0.1:4723 (PLANNER_AGENT_APPIUM_URL)."
+    )
+    appium_caps: dict[str, Any] = Field(
+        default_factory=dict,
+        description='W3C capabilities for its sessions, as JSON: {"platformName": "Android", '
+        '"appium:automationName": "UiAutomator2", "appium:udid": "..."} (PLANNER_AGENT_APPIUM_CAPS).',
+    )
+
+    @field_validator("appium_caps", mode="before")
+    @classmethod
+    def _caps_from_json(cls, value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) else value
 
     @property
     def store_path(self) -> Path:
