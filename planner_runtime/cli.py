@@ -68,7 +68,7 @@ def run(
     suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
     serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Drive this attached phone."),
     adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
-    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local or scripted."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, or openai://host:port/model (openai+https://... for TLS)."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit."),
@@ -148,6 +148,37 @@ def show(
     for step in traj.steps:
         _print_step(step)
     _print_summary(traj)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    port: int = typer.Option(8000, "--port", help="TCP port of the OpenAI-compatible API."),
+    model: Optional[str] = typer.Option(None, "--model", help="An HF model dir, .safetensors or .gguf file (default: the embedded planner)."),
+    name: Optional[str] = typer.Option(None, "--name", help="The model id clients ask for (default: the model's label)."),
+    max_batch: int = typer.Option(8, "--max-batch", help="Most requests decoded together."),
+) -> None:
+    """Serve the local planner as an OpenAI-compatible API (/v1/chat/completions with tools)."""
+    import threading
+
+    from planner_runtime.planners.local import LocalPlanner
+    from planner_runtime.serving.server import PlannerServer
+
+    server = PlannerServer(LocalPlanner(model), model_name=name, host=host, port=port, max_batch=max_batch)
+    try:
+        with console.status("loading the planner model"):
+            server.start()
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    except OSError as exc:
+        raise _fail(f"cannot listen on {host}:{port}: {exc}") from exc
+    err.print(f"serving model {server.model_name!r} at {server.base_url} (try --planner openai://{host}:{server.port}/{server.model_name})", soft_wrap=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
 
 
 @phone_app.command("serve")

@@ -25,6 +25,7 @@ from planner_runtime.contract import (
     Source,
     Step,
     ToolCall,
+    ToolError,
     ToolSpec,
     Trajectory,
     TrajectoryStatus,
@@ -32,7 +33,7 @@ from planner_runtime.contract import (
     new_id,
 )
 from planner_runtime.harness.tools import ToolContext, ToolSet
-from planner_runtime.planners import Planner, PlannerOutput, Sampling
+from planner_runtime.planners import Planner, PlannerOutput, PlannerTimeout, Sampling
 from planner_runtime.trajectories import TrajectoryStore
 
 SYSTEM_PROMPT = (
@@ -130,7 +131,10 @@ class Episode:
             if time.monotonic() - started > self.limits.max_seconds:
                 break
             t0 = time.perf_counter()
-            out = self.planner.plan(messages, specs, sampling=self.sampling)
+            try:
+                out = self.planner.plan(messages, specs, sampling=self.sampling)
+            except PlannerTimeout as exc:  # a slow or dead planner server: a step with timeout feedback
+                out = PlannerOutput(text="", errors=(ToolError(code=ErrorCode.timeout, hint=str(exc)[:300]),))
             t1 = time.perf_counter()
             infra: DeviceError | None = None
             try:
@@ -158,6 +162,8 @@ class Episode:
                 self.on_step(step)
             if infra is not None:
                 return TrajectoryStatus.infra_error, None
+            if out.errors and out.errors[0].code is ErrorCode.timeout and not out.text:
+                continue  # the model never answered: ask again with the same messages
             messages = messages + [
                 Message(role=Role.assistant, content=out.text),
                 Message(role=Role.tool, content=feedback_text(feedback), tool_call_id=feedback.call_id),

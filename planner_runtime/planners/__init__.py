@@ -12,7 +12,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 from pydantic import Field
 
 from planner_runtime.contract import Message, Record, ToolCall, ToolError, ToolSpec, Usage
-from planner_runtime.errors import ConfigError
+from planner_runtime.errors import ConfigError, PlannerError
 
 
 class Sampling(Record):
@@ -38,6 +38,14 @@ class PlannerOutput(Record):
     timings: dict[str, float] = Field(default_factory=dict)
 
 
+class PlannerTimeout(PlannerError):
+    """The planner's backend gave no answer in time (a slow or dead server).
+
+    Not the model's mistake and not a bug: the episode loop records the step with ``timeout``
+    feedback and goes on within its limits instead of hanging or crashing.
+    """
+
+
 @runtime_checkable
 class Planner(Protocol):
     name: str
@@ -51,6 +59,7 @@ class Planner(Protocol):
 _REGISTRY: dict[str, str] = {
     "scripted": "planner_runtime.planners.scripted:ScriptedPlanner",
     "local": "planner_runtime.planners.local:LocalPlanner",
+    "openai": "planner_runtime.planners.openai_compat:OpenAIPlanner",
 }
 
 
@@ -58,8 +67,31 @@ def available() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def parse_planner_url(spec: str) -> tuple[str, dict[str, Any]]:
+    """``openai://host:port/model`` (or ``openai+https://host/model``) → ``("openai", kwargs)``.
+
+    Any other spec is a plain registry name with no arguments.
+    """
+    scheme, sep, rest = spec.partition("://")
+    if not sep or not scheme.startswith("openai"):
+        return spec, {}
+    transport = scheme.partition("+")[2] or "http"
+    if transport not in ("http", "https"):
+        raise ConfigError(f"planner {spec!r}: use openai:// or openai+https://")
+    address, slash, model = rest.partition("/")
+    if not address or not model:
+        raise ConfigError(f"planner {spec!r}: expected openai://host:port/model")
+    # The model name may hold slashes (``Qwen/Qwen2.5-7B-Instruct``); the API root is /v1.
+    return "openai", {"base_url": f"{transport}://{address}/v1", "model": model}
+
+
 def create(name: str, **kwargs: Any) -> Planner:
-    """Build the planner registered under ``name`` with backend-specific keyword arguments."""
+    """Build the planner registered under ``name`` with backend-specific keyword arguments.
+
+    ``name`` may also be a URL such as ``openai://127.0.0.1:8000/my-model``.
+    """
+    name, from_url = parse_planner_url(name)
+    kwargs = {**from_url, **kwargs}
     try:
         target = _REGISTRY[name]
     except KeyError:

@@ -1,0 +1,7 @@
+"""Serving the planner over the OpenAI chat-completions API, so many harness workers share one model.
+
+:mod:`wire` converts between our records and the API's JSON (used by the ``openai`` planner too),
+:mod:`batch` decodes several chats together on the local model, :mod:`engine` gathers concurrent
+requests into batches on one worker thread, and :mod:`server` is the HTTP front end behind
+``planner-agent serve``. Importing this package loads nothing heavy.
+"""

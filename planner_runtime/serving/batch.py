@@ -1,0 +1,256 @@
+"""Batched decoding for the local planner: several chats through one model at once.
+
+On a CPU a small model's decode step costs about the same for eight rows as for one (it is
+bound by per-layer overhead, not arithmetic), so the server decodes concurrent requests together.
+The prompts' common start (system prompt and tools) is computed once, kept across batches as a
+one-row KV cache, and copied to every row; each row's own tokens follow it. Rows move at their own
+pace: every step each live row feeds what it has pending — one sampled token, or that plus the
+tokens its grammar forces — left-padded to the longest row of the step with masked positions, and
+explicit position ids keep each row's numbering free of the holes. Every row has its own grammar
+matcher (constrained to the offered tools, or to one named tool) and its own sampler, so a row
+decodes what :class:`~planner_runtime.planners.local.LocalPlanner` alone would, up to float noise.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from planner_runtime.contract import Message, ToolSpec, Usage
+from planner_runtime.errors import PlannerError
+from planner_runtime.planners import PlannerOutput, Sampling
+from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
+from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
+from planner_runtime.planners.local import LocalPlanner, _choose, _mask
+from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
+
+if TYPE_CHECKING:
+    import torch
+
+_END_TOKENS = (IM_END, "<|endoftext|>")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One chat to decode. ``only`` limits the calls to the named tools (all tools stay in the prompt)."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    sampling: Sampling
+    only: tuple[str, ...] | None = None
+
+
+@dataclass
+class _Row:
+    request: PlanRequest
+    prompt_ids: list[int]
+    prefill: str
+    prefill_ids: list[int]
+    matcher: Any
+    generator: Any
+    pending: list[int] = field(default_factory=list)
+    generated: list[int] = field(default_factory=list)
+    position: int = 0
+    done: bool = False
+
+
+class BatchDecoder:
+    """Decodes a list of :class:`PlanRequest` together on a loaded :class:`LocalPlanner`'s model.
+
+    Not thread-safe: one worker thread owns it (see :mod:`planner_runtime.serving.engine`).
+    """
+
+    def __init__(self, planner: LocalPlanner) -> None:
+        self.planner = planner
+        self._grammars: ToolCallGrammars | None = None
+        self._prefix_ids: list[int] = []
+        self._prefix_kv: Any = None
+        self.last_reused_tokens = 0
+        self.last_forward_passes = 0
+
+    def load(self) -> BatchDecoder:
+        self.planner.load()
+        tokenizer = self.planner.tokenizer
+        vocab = tokenizer.get_vocab()
+        self._end_ids = frozenset(vocab[t] for t in _END_TOKENS if t in vocab) | (
+            {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+        )
+        forward = inspect.signature(self.planner.model.forward).parameters
+        self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
+        self._grammars = ToolCallGrammars(tokenizer)
+        return self
+
+    def decode(self, requests: Sequence[PlanRequest]) -> list[PlannerOutput | PlannerError]:
+        """One output per request, in order; a request that cannot run gets its error instead."""
+        import torch
+
+        if self._grammars is None:
+            self.load()
+        results: list[PlannerOutput | PlannerError | None] = [None] * len(requests)
+        rows: list[tuple[int, _Row]] = []
+        for i, request in enumerate(requests):
+            try:
+                rows.append((i, self._row(request)))
+            except PlannerError as exc:
+                results[i] = exc
+        if rows:
+            started = time.perf_counter()
+            with torch.inference_mode():
+                self._run([row for _, row in rows])
+            elapsed = time.perf_counter() - started
+            for i, row in rows:
+                results[i] = self._output(row, elapsed, len(rows))
+        return results  # type: ignore[return-value]
+
+    def _row(self, request: PlanRequest) -> _Row:
+        import torch
+
+        tokenizer, model = self.planner.tokenizer, self.planner.model
+        tools = request.tools
+        prefill = TOOL_CALL_PREFILL if tools and self.planner.prefill_tool_call else ""
+        prompt_ids = tokenizer(render_chat(request.messages, tools), add_special_tokens=False).input_ids
+        prefill_ids = tokenizer(prefill, add_special_tokens=False).input_ids if prefill else []
+        limit = getattr(model.config, "max_position_embeddings", None)
+        total = len(prompt_ids) + len(prefill_ids)
+        if limit is not None and total + request.sampling.max_new_tokens > limit:
+            raise PlannerError(
+                f"prompt of {total} tokens plus {request.sampling.max_new_tokens} new ones exceeds the model's context of {limit}"
+            )
+        matcher = None
+        allowed = [t for t in tools if request.only is None or t.name in request.only]
+        if allowed and self.planner.constrained:
+            try:
+                matcher = self._grammars.matcher(allowed)  # type: ignore[union-attr]
+            except GrammarError:
+                matcher = None
+            if matcher is not None and prefill_ids and not matcher.consume_tokens(prefill_ids):
+                matcher = None
+        generator = None
+        if request.sampling.temperature > 0:
+            generator = torch.Generator(device=model.device).manual_seed(request.sampling.seed)
+        return _Row(request, prompt_ids, prefill, prefill_ids, matcher, generator, pending=prompt_ids + prefill_ids)
+
+    def _shared_prefix(self, rows: list[_Row]) -> Any:
+        """A KV cache of the rows' common start, one row wide; leaves each row's rest pending."""
+        from transformers import DynamicCache
+
+        first = rows[0].pending
+        common = min(len(r.pending) for r in rows) - 1  # every row keeps a token to give logits
+        for r in rows[1:]:
+            n = 0
+            for a, b in zip(first, r.pending[:common]):
+                if a != b:
+                    break
+                n += 1
+            common = min(common, n)
+        prefix = first[:common]
+        reused = 0
+        if self._prefix_kv is not None:
+            for a, b in zip(self._prefix_ids, prefix):
+                if a != b:
+                    break
+                reused += 1
+        if reused == 0:
+            self._prefix_kv = DynamicCache(config=self.planner.model.config)
+        elif self._prefix_kv.get_seq_length() > reused:
+            self._prefix_kv.crop(reused)
+        if len(prefix) > reused:
+            self._forward(torch_tensor([prefix[reused:]]), self._prefix_kv, None, None)
+        self._prefix_ids = prefix
+        self.last_reused_tokens = reused
+        for r in rows:
+            r.pending = r.pending[common:]
+            r.position = common
+        return common
+
+    def _run(self, rows: list[_Row]) -> None:
+        import torch
+        from transformers import DynamicCache
+
+        common = self._shared_prefix(rows)
+        width = len(rows)
+        cache = DynamicCache(config=self.planner.model.config)
+        for index, layer in enumerate(self._prefix_kv.layers):
+            if getattr(layer, "keys", None) is not None and layer.keys.numel():
+                cache.update(layer.keys.repeat(width, 1, 1, 1), layer.values.repeat(width, 1, 1, 1), index)
+        seen = torch.ones((width, common), dtype=torch.long)
+        forwards = 0
+        while True:
+            for r in rows:
+                self._take_forced(r)
+            live = [r for r in rows if not r.done]
+            if not live:
+                break
+            span = max(len(r.pending) for r in live)
+            ids = torch.zeros((width, span), dtype=torch.long)
+            mask = torch.zeros((width, span), dtype=torch.long)
+            positions = torch.zeros((width, span), dtype=torch.long)
+            for b, r in enumerate(rows):
+                n = len(r.pending) if not r.done else 0
+                positions[b] = r.position + torch.arange(span) - (span - n)
+                if n:
+                    ids[b, span - n:] = torch.tensor(r.pending)
+                    mask[b, span - n:] = 1
+                    r.position += n
+            seen = torch.cat([seen, mask], dim=1)
+            logits = self._forward(ids, cache, seen, positions.clamp(min=0))
+            forwards += 1
+            for b, r in enumerate(rows):
+                if not r.done:
+                    self._sample(r, logits[b])
+        self.last_forward_passes = forwards
+
+    def _take_forced(self, r: _Row) -> None:
+        if r.done or r.matcher is None:
+            return
+        room = r.request.sampling.max_new_tokens - len(r.generated)
+        forced = r.matcher.compute_ff_tokens()[:room]
+        if forced:
+            r.matcher.consume_tokens(forced)
+            r.generated += forced
+            r.pending += forced
+            if r.matcher.is_stopped() or len(r.generated) >= r.request.sampling.max_new_tokens:
+                r.done = True
+
+    def _sample(self, r: _Row, logits: "torch.Tensor") -> None:
+        if r.matcher is not None:
+            _mask(logits, r.matcher)
+        token = _choose(logits, r.request.sampling, r.generator)
+        r.generated.append(token)
+        r.pending = [token]
+        if r.matcher is not None:
+            if not r.matcher.consume_token(token):
+                r.matcher = None
+            elif r.matcher.is_stopped():
+                r.done = True
+        elif token in self._end_ids or CLOSE in self.planner.tokenizer.decode(r.generated[-8:]):
+            r.done = True
+        if len(r.generated) >= r.request.sampling.max_new_tokens:
+            r.done = True
+
+    def _forward(self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor | None", positions: "torch.Tensor | None") -> "torch.Tensor":
+        model = self.planner.model
+        extra: dict[str, Any] = {}
+        if mask is not None:
+            extra = {"attention_mask": mask.to(model.device), "position_ids": positions.to(model.device)}  # type: ignore[union-attr]
+        out = model(input_ids=ids.to(model.device), **{self._cache_kwarg: cache}, **extra, use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1]
+
+    def _output(self, r: _Row, elapsed: float, batch: int) -> PlannerOutput:
+        text = r.prefill + self.planner.tokenizer.decode(r.generated, skip_special_tokens=False)
+        if CLOSE in text:
+            text = text[: text.index(CLOSE) + len(CLOSE)]
+        for end in _END_TOKENS:
+            text = text.split(end, 1)[0]
+        calls, errors = parse_tool_calls(text)
+        usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
+        timings = {"batch_s": elapsed, "batch_size": float(batch)}
+        return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
+
+
+def torch_tensor(rows: list[list[int]]) -> "torch.Tensor":
+    import torch
+
+    return torch.tensor(rows, dtype=torch.long)

@@ -1,0 +1,197 @@
+"""The OpenAI chat-completions wire format, both ways: our records ↔ the API's JSON.
+
+The client (:mod:`planner_runtime.planners.openai_compat`) sends our messages and reads answers;
+the server (:mod:`planner_runtime.serving.server`) reads requests and writes answers. Reading an
+answer never raises: whatever a server sends — missing fields, arguments that are not JSON, a
+body that is not an object at all — becomes a :class:`PlannerOutput` whose ``errors`` say what
+was wrong, so the harness answers the model with feedback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Sequence
+
+from planner_runtime.contract import ErrorCode, Message, Role, ToolCall, ToolError, ToolSpec, Usage, new_id
+from planner_runtime.planners import PlannerOutput
+from planner_runtime.planners.toolcalls import CLOSE, OPEN, format_tool_call, parse_tool_calls
+
+
+def tools_to_openai(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+
+
+def _strip_calls(text: str) -> str:
+    """``text`` without its ``<tool_call>`` blocks."""
+    while OPEN in text:
+        head, _, tail = text.partition(OPEN)
+        text = head + (tail.partition(CLOSE)[2] if CLOSE in tail else "")
+    return text.strip()
+
+
+def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Our chat as API messages; tool calls in assistant text become ``tool_calls`` when they can."""
+    out: list[dict[str, Any]] = []
+    mapped_ids: set[str] = set()
+    for i, msg in enumerate(messages):
+        if msg.role is Role.assistant:
+            results = []
+            for later in messages[i + 1:]:
+                if later.role is not Role.tool:
+                    break
+                results.append(later.tool_call_id)
+            calls, errors = parse_tool_calls(msg.content)
+            if calls and not errors and len(calls) == len(results) and all(results):
+                out.append({
+                    "role": "assistant",
+                    "content": _strip_calls(msg.content) or None,
+                    "tool_calls": [
+                        {"id": rid, "type": "function",
+                         "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                        for c, rid in zip(calls, results)
+                    ],
+                })
+                mapped_ids.update(r for r in results if r)
+                continue
+        if msg.role is Role.tool and msg.tool_call_id not in mapped_ids:
+            # A result with no API-level call to answer: send it the way the chat template shows it.
+            out.append({"role": "user", "content": f"<tool_response>\n{msg.content}\n</tool_response>"})
+            continue
+        entry: dict[str, Any] = {"role": msg.role.value, "content": msg.content}
+        if msg.role is Role.tool:
+            entry["tool_call_id"] = msg.tool_call_id
+        out.append(entry)
+    return out
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _call_from_api(raw: Any) -> tuple[ToolCall | None, ToolError | None, str]:
+    """One API tool call → (call, error, its text as a ``<tool_call>`` block)."""
+    fn = raw.get("function") if isinstance(raw, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(name, str) or not name:
+        return None, ToolError(code=ErrorCode.malformed_output, hint="tool call without a function name"), ""
+    call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else new_id("call_")
+    args: Any = fn.get("arguments", {})
+    raw_args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            text = f'{OPEN}\n{{"name": {json.dumps(name)}, "arguments": {raw_args}}}\n{CLOSE}'
+            return None, ToolError(code=ErrorCode.malformed_output, hint=f"arguments of {name} are not valid JSON ({exc.msg} at char {exc.pos})"), text
+    if not isinstance(args, dict):
+        text = f'{OPEN}\n{{"name": {json.dumps(name)}, "arguments": {raw_args}}}\n{CLOSE}'
+        return None, ToolError(code=ErrorCode.invalid_arguments, hint=f'arguments of {name} must be a JSON object'), text
+    call = ToolCall(name=name, arguments=args, call_id=call_id)
+    return call, None, format_tool_call(call)
+
+
+def completion_to_output(payload: Any) -> PlannerOutput:
+    """A chat-completions answer as a :class:`PlannerOutput`; never raises."""
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    usage_raw = payload.get("usage") if isinstance(payload, dict) and isinstance(payload.get("usage"), dict) else {}
+    usage = Usage(prompt_tokens=_count(usage_raw.get("prompt_tokens")), completion_tokens=_count(usage_raw.get("completion_tokens")))
+    content = _text_of(message.get("content"))
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        content = f"<think>{reasoning}</think>" + content
+    raw_calls = message.get("tool_calls")
+    if not isinstance(raw_calls, list) or not raw_calls:
+        if not choice:
+            error = ToolError(code=ErrorCode.malformed_output, hint="the server's answer held no choices")
+            return PlannerOutput(text="", errors=(error,), usage=usage)
+        calls, errors = parse_tool_calls(content)  # servers without a tool parser answer in text
+        return PlannerOutput(text=content, tool_calls=tuple(calls), errors=tuple(errors), usage=usage)
+    calls_out: list[ToolCall] = []
+    errors_out: list[ToolError] = []
+    blocks: list[str] = []
+    for raw in raw_calls:
+        call, error, text = _call_from_api(raw)
+        if call is not None:
+            calls_out.append(call)
+        if error is not None:
+            errors_out.append(error)
+        if text:
+            blocks.append(text)
+    text = "\n".join(part for part in [content.strip(), *blocks] if part)
+    return PlannerOutput(text=text, tool_calls=tuple(calls_out), errors=tuple(errors_out), usage=usage)
+
+
+# --- the server's side -------------------------------------------------------------------------
+
+
+def openai_to_messages(raw: Sequence[Any]) -> list[Message]:
+    """API messages as ours; an assistant's ``tool_calls`` become ``<tool_call>`` text."""
+    out: list[Message] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise ValueError("every message must be an object")
+        role = Role(item.get("role", ""))  # ValueError for an unknown role
+        if role is Role.assistant and isinstance(item.get("tool_calls"), list):
+            parts = [_text_of(item.get("content"))]
+            for tc in item["tool_calls"]:
+                fn = tc.get("function", {}) if isinstance(tc, dict) else {}
+                args = fn.get("arguments", "{}")
+                args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+                parts.append(f'{OPEN}\n{{"name": {json.dumps(fn.get("name", ""))}, "arguments": {args_text}}}\n{CLOSE}')
+            out.append(Message(role=role, content="\n".join(p for p in parts if p)))
+            continue
+        tool_call_id = item.get("tool_call_id") if role is Role.tool else None
+        out.append(Message(role=role, content=_text_of(item.get("content")), tool_call_id=tool_call_id))
+    return out
+
+
+def openai_to_specs(raw: Sequence[Any]) -> list[ToolSpec]:
+    specs = []
+    for item in raw:
+        fn = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise ValueError('every tool must be {"type": "function", "function": {"name": ...}}')
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        specs.append(ToolSpec(name=fn["name"], description=fn.get("description") or "", parameters=params))
+    return specs
+
+
+def output_to_completion(out: PlannerOutput, *, model: str, tool_choice_none: bool = False) -> dict[str, Any]:
+    """Our planner's answer as a chat-completions response body."""
+    message: dict[str, Any] = {"role": "assistant", "content": out.text}
+    finish = "stop"
+    if out.tool_calls and not tool_choice_none:
+        message["content"] = _strip_calls(out.text) or None
+        message["tool_calls"] = [
+            {"id": c.call_id, "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+            for c in out.tool_calls
+        ]
+        finish = "tool_calls"
+    usage = out.usage
+    return {
+        "id": new_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        },
+    }
