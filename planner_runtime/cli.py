@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -61,6 +62,17 @@ def _print_summary(traj: Trajectory) -> None:
     console.print(f"[bold]trajectory:[/bold] {traj.id}  ({len(traj.steps)} steps, {traj.usage.prompt_tokens} prompt + {traj.usage.completion_tokens} output tokens)")
 
 
+def _make_planner(backend: str, model: str | None, script: Path | None):  # noqa: ANN202 - a Planner
+    from planner_runtime import planners
+
+    kwargs: dict = {}
+    if backend == "local" and model:
+        kwargs["model"] = model
+    if backend == "scripted":
+        kwargs["script"] = json.loads(script.read_text()) if script else []
+    return planners.create(backend, **kwargs)
+
+
 @app.command()
 def run(
     goal: Optional[str] = typer.Argument(None, help="What to do, e.g. 'Set an alarm for 7:30'."),
@@ -76,7 +88,6 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the trajectory as JSON at the end."),
 ) -> None:
     """Run the assistant on a phone (the built-in virtual phone when none is attached)."""
-    from planner_runtime import planners
     from planner_runtime.runner import open_device, run_goal
     from planner_runtime.tasks.spec import builtin_suite, find_task, load_suite
     from planner_runtime.trajectories import TrajectoryStore
@@ -92,13 +103,7 @@ def run(
         if goal is None and spec is None:
             raise _fail("give a goal or --task")
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
-        kwargs: dict = {}
-        backend = planner or settings.planner
-        if backend == "local" and model:
-            kwargs["model"] = model
-        if backend == "scripted":
-            kwargs["script"] = json.loads(script.read_text()) if script else []
-        brain = planners.create(backend, **kwargs)
+        brain = _make_planner(planner or settings.planner, model, script)
         host, port = parse_host_port(adb or settings.adb)
         with TrajectoryStore(store or settings.store_path) as db:
             with open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]")) as (device, ref, source):
@@ -179,6 +184,60 @@ def serve(
         pass
     finally:
         server.stop()
+
+
+@app.command()
+def replay(
+    trajectory_id: Optional[str] = typer.Argument(None, help="A stored trajectory id."),
+    from_step: Optional[int] = typer.Option(None, "--from-step", help="Re-plan from this step with --planner (0-based)."),
+    failed: bool = typer.Option(False, "--failed", help="Re-execute every failed trajectory (with --since)."),
+    since: Optional[datetime] = typer.Option(None, "--since", help="With --failed: only those started at or after this date."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="With --from-step: the planner that takes over."),
+    model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
+    script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
+    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Replay on this attached phone."),
+    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+) -> None:
+    """Re-execute a trajectory's calls on a fresh phone and show the first step that differs,
+    or re-plan it from a step with another planner and compare verdicts."""
+    from planner_runtime.replay import reexecute, replan
+    from planner_runtime.runner import open_device
+    from planner_runtime.tasks.spec import builtin_suite
+    from planner_runtime.trajectories import TrajectoryStore
+
+    settings = Settings.from_env()
+    host, port = parse_host_port(adb or settings.adb)
+    tasks = {t.id: t for t in builtin_suite().tasks}
+    say = lambda m: err.print(f"[dim]{m}[/dim]")  # noqa: E731
+    try:
+        with TrajectoryStore(store or settings.store_path) as db:
+            if failed:
+                ids = list(db.ids(success=False, since=since))
+            elif trajectory_id:
+                ids = [trajectory_id]
+            else:
+                raise _fail("give a trajectory id or --failed")
+            for traj_id in ids:
+                traj = db.get(traj_id)
+                task = tasks.get(traj.task_id or "")
+                with open_device(serial, host, port, say=say) as (device, ref, source):
+                    if from_step is None:
+                        report = reexecute(traj, device, task)
+                        diff = report.divergence
+                        where = "reproduced exactly" if diff is None else (
+                            f"step {diff.step + 1} differs in {diff.what}: recorded {diff.recorded!r}, now {diff.replayed!r}")
+                        verdict = "-" if report.verdict is None else ("success" if report.verdict.success else "failed")
+                        console.print(f"[bold]{traj.id}[/bold] {traj.task_id or traj.goal!r}: {report.steps_replayed} calls re-run, {where}; verdict now {verdict}")
+                        continue
+                    brain = _make_planner(planner or settings.planner, model, script)
+                    new = replan(traj, from_step, planner=brain, device=device, device_ref=ref, store=db,
+                                 task=task, source=source, on_step=_print_step)
+                    old_v = traj.verdict.success if traj.verdict else None
+                    new_v = new.verdict.success if new.verdict else None
+                    console.print(f"recorded verdict: {old_v}  re-planned from step {from_step + 1} with {brain.name}: {new_v}  → {new.id}")
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
 
 
 @phone_app.command("serve")

@@ -229,8 +229,18 @@ class TrajectoryStore:
             ended_at=_aware(row.ended_at) if row.ended_at else None,
         )
 
-    def ids(self, *, task_id: str | None = None, status: str | None = None, success: bool | None = None) -> Iterator[str]:
+    def ids(
+        self,
+        *,
+        task_id: str | None = None,
+        status: str | None = None,
+        success: bool | None = None,
+        since: datetime | None = None,
+    ) -> Iterator[str]:
+        """Trajectory ids, oldest first, filtered by task, status, verdict and start time."""
         query = select(trajectories.c.id).order_by(trajectories.c.started_at)
+        if since is not None:
+            query = query.where(trajectories.c.started_at >= _aware(since))
         if task_id is not None:
             query = query.where(trajectories.c.task_id == task_id)
         if status is not None:

@@ -68,6 +68,10 @@ class Episode:
     sampling: Sampling | None = None
     on_step: Callable[[Step], None] | None = None
     trajectory_id: str = field(default_factory=lambda: new_id("traj_"))
+    # Resuming (replay from step k): steps already taken, stored as they were, and the model
+    # input of the next turn. The device must already be in the state those steps left.
+    prefix: tuple[Step, ...] = ()
+    history: tuple[Message, ...] = ()
     _usage: Usage = field(default_factory=Usage, init=False, repr=False)
     _recent: list[str] = field(default_factory=list, init=False, repr=False)
 
@@ -113,6 +117,9 @@ class Episode:
         )
         self.store.begin(header)
         self._usage = Usage()
+        for step in self.prefix:
+            self.store.append_step(self.trajectory_id, step)
+            self._usage = self._usage + step.usage
         status, answer = TrajectoryStatus.interrupted, None
         try:
             status, answer = self._loop(list(header.tools))
@@ -126,8 +133,8 @@ class Episode:
 
     def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
         started = time.monotonic()
-        messages = self._first_messages()
-        for index in range(self.limits.max_steps):
+        messages = list(self.history) or self._first_messages()
+        for index in range(len(self.prefix), self.limits.max_steps):
             if time.monotonic() - started > self.limits.max_seconds:
                 break
             t0 = time.perf_counter()

@@ -110,3 +110,26 @@ def test_phone_serve_accepts_adb_connect(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_replay_reexecutes_and_replans_from_the_cli(tmp_path):
+    db, adb = str(tmp_path / "t.sqlite"), _no_adb()
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "ok"}}]))
+    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(wrong), "--adb", adb, "--store", db)
+    assert "verdict: failed" in res.stdout, res.stderr
+    traj_id = re.search(r"trajectory: (traj_\w+)", res.stdout).group(1)
+
+    again = cli("replay", traj_id, "--adb", adb, "--store", db)
+    assert again.returncode == 0, again.stderr
+    assert "2 calls re-run, reproduced exactly; verdict now failed" in " ".join(again.stdout.split())
+
+    batch = cli("replay", "--failed", "--since", "2000-01-01", "--adb", adb, "--store", db)
+    assert batch.returncode == 0 and traj_id in batch.stdout
+
+    right = tmp_path / "right.json"
+    right.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "ok"}}]))
+    fixed = cli("replay", traj_id, "--from-step", "0", "--planner", "scripted", "--script", str(right), "--adb", adb, "--store", db)
+    assert fixed.returncode == 0, fixed.stderr
+    flat = " ".join(fixed.stdout.split())
+    assert "recorded verdict: False" in flat and "scripted: True" in flat
