@@ -160,6 +160,8 @@ class VirtualSource(AdbSource):
 
         if self.server is not None:
             return
+        if self._home is not None:
+            self._home.mkdir(parents=True, exist_ok=True)  # adb aborts when it cannot write $HOME/.android
         self.server = AdbServer(home=self._home).start()
         self.port = self.server.port
         try:
