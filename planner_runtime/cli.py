@@ -284,6 +284,38 @@ def tasks_list(
         console.print(f"[bold]{t.id}[/bold]  [dim]{t.category.value}/{t.domain}/{t.difficulty}[/dim]  {t.rendered_goal()}")
 
 
+@tasks_app.command("audit")
+def tasks_audit(
+    suite: Optional[Path] = typer.Option(None, "--suite", help="A suite YAML file (default: built-in)."),
+    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Audit on this attached phone."),
+    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+) -> None:
+    """Run a do-nothing planner on every task; flag tasks that pass without acting (exit 1 if any)."""
+    from functools import partial
+
+    from planner_runtime.runner import open_device
+    from planner_runtime.tasks.audit import audit
+    from planner_runtime.tasks.spec import builtin_suite, load_suite
+    from planner_runtime.trajectories import TrajectoryStore
+
+    settings = Settings.from_env()
+    host, port = parse_host_port(adb or settings.adb)
+    try:
+        tasks = load_suite(suite) if suite else builtin_suite()
+        with TrajectoryStore(store or settings.store_path) as db:
+            results = audit(tasks.tasks, partial(open_device, serial, host, port, say=lambda m: None), db)
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    flagged = [r for r in results if r.passes_without_acting]
+    for r in results:
+        mark = "[red]PASSES WITHOUT ACTING[/red]" if r.passes_without_acting else "[green]ok[/green]"
+        console.print(f"{r.task_id}  {mark}  score {r.verdict.score:.2f}")
+    console.print(f"{len(results)} tasks audited, {len(flagged)} flagged")
+    if flagged:
+        raise typer.Exit(1)
+
+
 @tasks_app.command("check")
 def tasks_check(path: Path = typer.Argument(..., help="A suite YAML file to validate.")) -> None:
     """Validate a suite file; errors name the line and field."""

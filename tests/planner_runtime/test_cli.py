@@ -133,3 +133,25 @@ def test_replay_reexecutes_and_replans_from_the_cli(tmp_path):
     assert fixed.returncode == 0, fixed.stderr
     flat = " ".join(fixed.stdout.split())
     assert "recorded verdict: False" in flat and "scripted: True" in flat
+
+
+def test_tasks_audit_flags_a_task_that_passes_without_acting(tmp_path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "tasks:\n"
+        "  - id: weak.alarm\n    goal: Set an alarm\n    domain: clock\n"
+        "    setup:\n      - content_insert: {uri: 'content://com.android.deskclock/alarms', values: {hour: 7, minutes: 0, enabled: 1}}\n"
+        "    checks:\n      - content: {uri: 'content://com.android.deskclock/alarms'}\n"
+        "  - id: real.alarm\n    goal: Set an alarm for 9:00\n    domain: clock\n"
+        "    checks:\n      - content: {uri: 'content://com.android.deskclock/alarms', where: 'hour=9'}\n"
+    )
+    res = cli("tasks", "audit", "--suite", str(suite), "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
+    flat = " ".join(res.stdout.split())
+    assert res.returncode == 1, res.stderr
+    assert "weak.alarm PASSES WITHOUT ACTING" in flat and "real.alarm ok" in flat and "2 tasks audited, 1 flagged" in flat
+
+
+def test_builtin_suite_passes_the_audit(tmp_path):
+    res = cli("tasks", "audit", "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "3 tasks audited, 0 flagged" in " ".join(res.stdout.split())
