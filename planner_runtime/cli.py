@@ -24,6 +24,8 @@ phone_app = typer.Typer(help="The built-in virtual phone.", no_args_is_help=True
 tasks_app = typer.Typer(help="Task specs and suites.", no_args_is_help=True)
 app.add_typer(phone_app, name="phone")
 app.add_typer(tasks_app, name="tasks")
+skills_app = typer.Typer(help="Skills: how to use the tools (skills/<name>/SKILL.md).", no_args_is_help=True)
+app.add_typer(skills_app, name="skills")
 export_app = typer.Typer(help="Export trajectories for training.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
@@ -153,6 +155,35 @@ def show(
     for step in traj.steps:
         _print_step(step)
     _print_summary(traj)
+
+
+@app.command()
+def devices(
+    adb: Optional[list[str]] = typer.Option(None, "--adb", help="An adb server host:port (repeat for several; default: the configured one)."),
+    virtual: int = typer.Option(0, "--virtual", help="Also start this many built-in virtual phones."),
+    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The pool's lock and fault records (default: shared on this host)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every device with its health, holder and fault counts."""
+    from planner_runtime.devices_view import devices_json, devices_table, pool_from_options
+
+    addresses = adb or ([] if virtual else [Settings.from_env().adb])
+    pool = pool_from_options(addresses, virtual, state_dir)
+    try:
+        with pool:
+            rows = pool.status()
+    except Exception as exc:  # device errors: say what failed, no traceback wall
+        from device_farm.errors import DeviceError
+
+        if isinstance(exc, DeviceError):
+            raise _fail(f"device: {exc}", 3) from exc
+        raise
+    if as_json:
+        print(json.dumps(devices_json(rows, pool.source_errors, pool.sources), indent=2))
+        return
+    for name, problem in pool.source_errors.items():
+        err.print(f"[yellow]{name}: {problem}[/yellow]")
+    console.print(devices_table(rows) if rows else "no devices")
 
 
 @app.command()
@@ -326,6 +357,57 @@ def tasks_check(path: Path = typer.Argument(..., help="A suite YAML file to vali
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
     console.print(f"{path}: {len(tasks.tasks)} tasks OK")
+
+
+def _load_skills(directory: Optional[Path]):  # noqa: ANN202 - list[Skill]
+    from planner_runtime.harness.skills import load_skills
+
+    try:
+        return load_skills(directory)
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+
+
+_SKILLS_DIR = typer.Option(None, "--dir", help="Skills folder (default: $PLANNER_AGENT_SKILLS_DIR or the built-in one).")
+
+
+@skills_app.command("list")
+def skills_list(directory: Optional[Path] = _SKILLS_DIR, as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the skills with their apps, tools and composite."""
+    skills = _load_skills(directory)
+    if as_json:
+        print(json.dumps([s.model_dump(mode="json", exclude={"body"}) for s in skills], indent=2))
+        return
+    for s in skills:
+        extra = f"  [dim]one call: {s.tool_name}[/dim]" if s.composite else ""
+        console.print(f"[bold]{s.name}[/bold]  [dim]{', '.join(s.apps) or '-'} | {', '.join(s.tools)}[/dim]  {s.description}{extra}")
+
+
+@skills_app.command("show")
+def skills_show(name: str = typer.Argument(...), directory: Optional[Path] = _SKILLS_DIR) -> None:
+    """Show one skill as the planner reads it."""
+    skill = next((s for s in _load_skills(directory) if s.name == name), None)
+    if skill is None:
+        raise _fail(f"no skill {name!r}; see `planner-agent skills list`")
+    console.print(skill.to_prompt(full=True), markup=False)
+
+
+@skills_app.command("check")
+def skills_check(directory: Optional[Path] = _SKILLS_DIR) -> None:
+    """Check every skill: referenced tools exist, composite placeholders are declared parameters."""
+    from planner_runtime.harness.skills import check_skill
+    from planner_runtime.harness.toolbox import default_toolset
+
+    names = default_toolset().names()
+    skills = _load_skills(directory)
+    bad = 0
+    for skill in skills:
+        for problem in check_skill(skill, names):
+            bad += 1
+            err.print(f"{skill.path}: {problem}")
+    if bad:
+        raise typer.Exit(1)
+    console.print(f"{len(skills)} skills OK")
 
 
 @export_app.command("sft")
