@@ -22,7 +22,7 @@ from selenium.common import exceptions as wd
 
 from device_farm import DeviceInfo, ShellResult
 from device_farm.appium_xml import INPUT_CLASS, INPUT_KINDS, to_uiautomator_xml
-from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError
+from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
 
 T = TypeVar("T")
@@ -31,6 +31,9 @@ T = TypeVar("T")
 KEYCODES = {"back": 4, "home": 3, "enter": 66, "menu": 82, "delete": 67, "recent": 187, "app_switch": 187,
             "volume_up": 24, "volume_down": 25, "power": 26, "search": 84, "tab": 61, "space": 62}
 _EXIT_MARK = "X4APPIUMEXIT:"
+# How UiAutomator2 and XCUITest say their on-device server died under a live session.
+_UI_SERVER_GONE = ("instrumentation process is not running", "Could not proxy command to the remote server",
+                   "WebDriverAgent is not running")
 _EXIT_RE = re.compile(re.escape(_EXIT_MARK) + r"(\d+)\s*$")
 
 
@@ -65,6 +68,8 @@ def map_error(exc: Exception, what: str) -> DeviceError:
     if isinstance(exc, (wd.InvalidSessionIdException, wd.SessionNotCreatedException, wd.NoSuchDriverException,
                         urllib3.exceptions.HTTPError, ConnectionError)):
         return DeviceOffline(text)
+    if any(sign in str(exc) for sign in _UI_SERVER_GONE):
+        return UiServerDown(text)
     if isinstance(exc, wd.UnknownMethodException) or "insecure feature" in str(exc):
         return DriverUnsupported(text)
     if isinstance(exc, (wd.InvalidElementStateException, wd.ElementNotInteractableException,
