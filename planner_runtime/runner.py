@@ -14,9 +14,8 @@ from typing import Callable, Iterator
 from device_farm.adb import AdbDevice, list_serials
 from device_farm.adbserver import AdbServer
 from planner_runtime.contract import DeviceRef, Source, Step, Trajectory
-from planner_runtime.harness.episode import Episode, EpisodeLimits
-from planner_runtime.harness.toolbox import default_toolset
-from planner_runtime.harness.tools import ToolContext
+from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
+from planner_runtime.harness.toolbox import toolset_for
 from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import TaskSpec
@@ -78,12 +77,13 @@ def run_goal(
     if task is not None:
         seed(task, device)
         device.press("home")
-    ctx = ToolContext(device=device)
+    tools, ctx, skills_text = toolset_for(goal, device)
     episode = Episode(
         goal=goal,
         planner=planner,
-        tools=default_toolset(),
+        tools=tools,
         ctx=ctx,
+        system_prompt=SYSTEM_PROMPT + ("\n\n" + skills_text if skills_text else ""),
         store=store,
         device=device_ref,
         source=source,

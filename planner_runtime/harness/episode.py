@@ -66,6 +66,7 @@ class Episode:
     task_id: str | None = None
     limits: EpisodeLimits = EpisodeLimits()
     sampling: Sampling | None = None
+    system_prompt: str = SYSTEM_PROMPT  # the harness's prompt plus, per episode, the chosen skills
     on_step: Callable[[Step], None] | None = None
     trajectory_id: str = field(default_factory=lambda: new_id("traj_"))
     # Resuming (replay from step k): steps already taken, stored as they were, and the model
@@ -78,7 +79,7 @@ class Episode:
     def _first_messages(self) -> list[Message]:
         screen = self.ctx.observation()
         return [
-            Message(role=Role.system, content=SYSTEM_PROMPT),
+            Message(role=Role.system, content=self.system_prompt),
             # The goal goes last: small models weigh the end of the prompt most.
             Message(role=Role.user, content=f"Current screen:\n{screen.screen}\n\nGoal: {self.goal}"),
         ]

@@ -1,11 +1,32 @@
-"""The default tool list of the harness, in the order the planner sees it."""
+"""The tools of an episode: the default list, plus the composites of the skills chosen for it."""
 
 from __future__ import annotations
 
-from planner_runtime.harness.tools import ToolSet
+from device_farm import Device
+from planner_runtime.harness.apps import APPS
+from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
+from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.harness.tools.apps import AddContact, Finish, SetAlarm
+from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
 
 
 def default_toolset() -> ToolSet:
     return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), Finish()])
+
+
+def with_skills(base: ToolSet, chosen: list[Skill]) -> ToolSet:
+    """``base`` with the composites of ``chosen`` added before ``finish``."""
+    tools = [base[name] for name in base.names() if name != "finish"]
+    tools += [CompositeTool(skill, base) for skill in chosen if skill.composite]
+    return ToolSet(tools + ([base["finish"]] if "finish" in base else []))
+
+
+def toolset_for(goal: str, device: Device, skills: list[Skill] | None = None) -> tuple[ToolSet, ToolContext, str]:
+    """Tools, a tool context and the skills prompt for ``goal`` on ``device``: skills are chosen
+    by relevance among those whose tools are offered and whose apps are installed."""
+    base, ctx = default_toolset(), ToolContext(device=device)
+    installed = ctx.installed()
+    apps = [a.name for a in APPS if any(p in installed for p in a.packages)]
+    chosen = select(load_skills() if skills is None else skills, goal, tools=base.names(), apps=apps)
+    return with_skills(base, chosen), ctx, skills_prompt(chosen)

@@ -154,4 +154,4 @@ def test_tasks_audit_flags_a_task_that_passes_without_acting(tmp_path):
 def test_builtin_suite_passes_the_audit(tmp_path):
     res = cli("tasks", "audit", "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "3 tasks audited, 0 flagged" in " ".join(res.stdout.split())
+    assert "4 tasks audited, 0 flagged" in " ".join(res.stdout.split())

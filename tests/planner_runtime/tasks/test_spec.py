@@ -6,9 +6,10 @@ from planner_runtime.errors import TaskSpecError
 from planner_runtime.tasks.spec import builtin_suite, load_suite
 
 
-def test_builtin_suite_has_the_three_skeleton_tasks():
+def test_builtin_suite_has_the_skeleton_tasks():
     suite = builtin_suite()
-    assert {t.id for t in suite.tasks} == {"clock.set_alarm", "contacts.add_contact", "clock.disable_alarm_gui"}
+    assert {t.id for t in suite.tasks} == {"clock.set_alarm", "contacts.add_contact", "clock.disable_alarm_gui", "contacts.lookup_number"}
+    assert {t.category.value for t in suite.tasks} == {"tool", "skills"}
     assert builtin_suite().tasks[0].rendered_goal() == "Set an alarm for 7:30"
 
 

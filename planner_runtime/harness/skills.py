@@ -1,0 +1,170 @@
+"""Skills: how to use the tools, kept outside the model as ``skills/<name>/SKILL.md`` files.
+
+A skill has YAML front matter (name, description, apps, tools, parameters, when to use and,
+for a routine procedure, a ``composite``: a checked sequence of tool calls the planner runs as
+one call) and a Markdown body of procedures and pitfalls. For an episode, the skills whose
+tools are offered and whose apps are installed are ranked by relevance to the goal and put in
+the system prompt within a character budget; the composites of the chosen skills become tools.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from planner_runtime.errors import ConfigError
+
+ENV_DIR = "PLANNER_AGENT_SKILLS_DIR"
+_WORD = re.compile(r"[a-z0-9]+")
+_PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+_STOP = frozenset("a an the to of for on in my me i and or is it at by with from this that be".split())
+
+
+class ElementRef(BaseModel):
+    """Finds an element on the current screen for a composite step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    text: str | None = None  # text or description contains this
+    near_text: str | None = None  # the candidate on the same row as the element whose text starts with this
+    role: str | None = None  # widget class short name, e.g. Switch
+    checked: bool | None = None
+
+
+class CompositeStep(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tool: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)  # values may be "{param}" or an ElementRef for `element`
+    optional: bool = False  # an element that cannot be found skips the step instead of failing
+    expect: ElementRef | None = None  # a check: this element must be on the screen now
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CompositeStep:
+        if (self.tool is None) == (self.expect is None):
+            raise ValueError("a step is either a tool call (tool) or a check (expect)")
+        return self
+
+
+class Parameter(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: str = "string"
+    description: str = ""
+
+
+class Skill(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
+    description: str
+    when_to_use: str = ""
+    apps: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    parameters: dict[str, Parameter] = Field(default_factory=dict)
+    composite: tuple[CompositeStep, ...] = ()
+    body: str = ""
+    path: str = ""
+
+    @property
+    def tool_name(self) -> str:
+        """The name the composite is offered under."""
+        return "skill_" + self.name.replace("-", "_")
+
+    def referenced_tools(self) -> set[str]:
+        return set(self.tools) | {s.tool for s in self.composite if s.tool}
+
+    def to_prompt(self, full: bool) -> str:
+        head = f"## {self.name}\n{self.description}"
+        if self.when_to_use:
+            head += f"\nWhen: {self.when_to_use}"
+        if self.composite:
+            head += f"\nOne call does it: {self.tool_name}({', '.join(self.parameters)})"
+        return f"{head}\n{self.body.strip()}" if full and self.body.strip() else head
+
+
+def default_skills_dir() -> Path:
+    """``$PLANNER_AGENT_SKILLS_DIR``, else the ``skills/`` folder beside the packages."""
+    return Path(os.environ.get(ENV_DIR) or Path(__file__).resolve().parents[2] / "skills")
+
+
+def parse_skill(path: Path) -> Skill:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        raise ConfigError(f"{path}: a SKILL.md starts with YAML front matter between '---' lines")
+    try:
+        _, front, body = text.split("---", 2)
+        meta = yaml.safe_load(front) or {}
+        return Skill(**meta, body=body.strip(), path=str(path))
+    except (ValueError, yaml.YAMLError, TypeError) as exc:
+        detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
+        where = ".".join(str(p) for p in detail["loc"]) + ": " + detail["msg"] if detail else str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: {where}") from exc
+
+
+def load_skills(directory: Path | None = None) -> list[Skill]:
+    root = directory or default_skills_dir()
+    if not root.is_dir():
+        return []
+    skills = [parse_skill(p) for p in sorted(root.glob("*/SKILL.md"))]
+    names = [s.name for s in skills]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise ConfigError(f"{root}: duplicate skill names {sorted(dupes)}")
+    return skills
+
+
+def check_skill(skill: Skill, tool_names: Iterable[str]) -> list[str]:
+    """Problems with ``skill`` against the available tools; empty when it is sound."""
+    known = set(tool_names)
+    problems = [f"unknown tool {t!r}" for t in sorted(skill.referenced_tools() - known)]
+    for i, step in enumerate(skill.composite):
+        for name in _PLACEHOLDER.findall(repr(step.model_dump())):
+            if name not in skill.parameters:
+                problems.append(f"composite step {i + 1} uses {{{name}}} but parameters do not declare it")
+    if skill.composite and not skill.composite[0].tool:
+        problems.append("a composite must start with a tool call, not a check")
+    return problems
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def rank(skills: Sequence[Skill], goal: str) -> list[tuple[float, Skill]]:
+    """Skills by relevance to ``goal``: word overlap weighted by rarity across the skills."""
+    docs = [set(_words(f"{s.name} {s.description} {s.when_to_use} {' '.join(s.apps)}")) for s in skills]
+    goal_words = set(_words(goal))
+    scores = []
+    for skill, doc in zip(skills, docs):
+        score = sum(math.log(1 + len(docs) / (1 + sum(w in d for d in docs))) for w in goal_words & doc)
+        scores.append((score, skill))
+    return sorted(scores, key=lambda pair: -pair[0])
+
+
+def select(
+    skills: Sequence[Skill], goal: str, *, tools: Iterable[str], apps: Iterable[str], budget_chars: int = 2400, limit: int = 4
+) -> list[Skill]:
+    """The relevant skills usable here: their tools offered, one of their apps installed."""
+    tool_set, app_set = set(tools), {a.lower() for a in apps}
+    usable = [s for s in skills if set(s.tools) <= tool_set and (not s.apps or any(a.lower() in app_set for a in s.apps))]
+    chosen, used = [], 0
+    ranked = rank(usable, goal)
+    floor = ranked[0][0] / 2 if ranked else 0.0  # far weaker matches are noise (a shared verb)
+    for score, skill in ranked:
+        if score <= 0 or score < floor or len(chosen) == limit:
+            break
+        size = len(skill.to_prompt(full=True))
+        if used + size > budget_chars:
+            continue
+        chosen.append(skill)
+        used += size
+    return chosen
+
+
+def skills_prompt(chosen: Sequence[Skill]) -> str:
+    if not chosen:
+        return ""
+    return "# Skills\n\n" + "\n\n".join(s.to_prompt(full=True) for s in chosen)

@@ -1,0 +1,88 @@
+"""Skill composites as tools: parameters in, a checked sequence of tool calls, one Feedback out.
+
+Each step is a call to one of the episode's tools (arguments filled from the parameters; an
+``element`` given as a reference is found on the current screen) or a check that an element is
+on screen now. The first failing step ends the composite with that step's error code and a hint
+naming the step, so the planner can take over by hand from there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, create_model
+
+from device_farm.hierarchy import Element, Screen
+from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
+from planner_runtime.harness.skills import ElementRef, Skill
+from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult, ToolSet
+
+_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool}
+
+
+def _fill(value: Any, params: dict[str, Any]) -> Any:
+    if isinstance(value, str):
+        return value.format(**params)
+    if isinstance(value, dict):
+        return {k: _fill(v, params) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, params) for v in value]
+    return value
+
+
+def find(screen: Screen, ref: ElementRef) -> Element | None:
+    """The element ``ref`` points at on ``screen``, or None."""
+    candidates = [
+        e for e in screen.elements
+        if (ref.role is None or e.role == ref.role)
+        and (ref.checked is None or e.checked == ref.checked)
+        and (ref.text is None or ref.text.lower() in (e.text + " " + e.description).lower())
+    ]
+    if ref.near_text is None:
+        return candidates[0] if candidates else None
+    anchor = next((e for e in screen.elements if (e.text or e.description).startswith(ref.near_text)), None)
+    if anchor is None:
+        return None
+    row = [e for e in candidates if e is not anchor and e.bounds.top <= anchor.bounds.center[1] + 60 and e.bounds.bottom >= anchor.bounds.center[1] - 60]
+    return min(row, key=lambda e: abs(e.bounds.center[1] - anchor.bounds.center[1]), default=None)
+
+
+class CompositeTool(Tool):
+    """One skill's composite, offered to the planner as a single tool."""
+
+    def __init__(self, skill: Skill, tools: ToolSet) -> None:
+        self.skill, self._tools = skill, tools
+        self.name = skill.tool_name  # type: ignore[misc]
+        self.description = f"{skill.description} (runs the whole procedure of skill {skill.name})"  # type: ignore[misc]
+        fields: dict[str, Any] = {
+            name: (_TYPES.get(p.type, str), Field(description=p.description)) for name, p in skill.parameters.items()
+        }
+        self.Args = create_model(f"{skill.tool_name}_args", __base__=ToolArgs, **fields)  # type: ignore[misc]
+
+    def run(self, ctx: ToolContext, args: ToolArgs) -> ToolResult:
+        params = args.model_dump()
+        done: list[str] = []
+        for number, step in enumerate(self.skill.composite, start=1):
+            screen = ctx.screen or ctx.observe()
+            if step.expect is not None:
+                ref = ElementRef(**_fill(step.expect.model_dump(exclude_none=True), params))
+                if find(screen, ref) is None:
+                    raise ToolFailure(ErrorCode.action_failed, f"step {number}: expected {ref.model_dump(exclude_none=True)} on screen; after: {done}")
+                done.append(f"checked {ref.model_dump(exclude_none=True)}")
+                continue
+            arguments = _fill(step.arguments, params)
+            if isinstance(arguments.get("element"), dict):
+                target = find(screen, ElementRef(**arguments["element"]))
+                if target is None:
+                    if step.optional:
+                        done.append(f"skipped {step.tool} (no {arguments['element']})")
+                        continue
+                    raise ToolFailure(ErrorCode.element_not_found, f"step {number} ({step.tool}): no element {arguments['element']} on screen; after: {done}")
+                arguments["element"] = target.id
+            feedback = self._tools.execute(ToolCall(name=step.tool or "", arguments=arguments), ctx)
+            if feedback.status is not FeedbackStatus.ok:
+                code = feedback.error.code if feedback.error else ErrorCode.action_failed
+                hint = feedback.error.hint if feedback.error else feedback.status.value
+                raise ToolFailure(code, f"step {number} ({step.tool}) failed: {hint}; after: {done}")
+            done.append(f"{step.tool} {arguments}")
+        return ToolResult(result={"skill": self.skill.name, "steps": done}, observe=True)
