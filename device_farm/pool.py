@@ -42,6 +42,10 @@ class Requirement:
                 and (self.source is None or candidate.source == self.source)
                 and (self.model is None or candidate.model == self.model))
 
+    @property
+    def needs_health(self) -> bool:
+        return self.min_battery is not None or self.min_free_mb is not None
+
     def satisfied_by(self, health: DeviceHealth) -> bool:
         return ((self.min_battery is None or (health.battery or 0) >= self.min_battery)
                 and (self.min_free_mb is None or (health.free_mb or 0) >= self.min_free_mb))
@@ -123,6 +127,7 @@ class DevicePool:
         self.poll_s, self.discover_ttl_s = poll_s, discover_ttl_s
         self.source_errors: dict[str, str] = {}
         self._cond = threading.Condition()
+        self._discovering = threading.Lock()  # one thread refreshes the list, the others reuse it
         self._held: dict[str, Lease] = {}
         self._candidates: list[tuple[DeviceCandidate, DeviceSource]] = []
         self._discovered_at = float("-inf")
@@ -147,19 +152,19 @@ class DevicePool:
     # -- discovery -----------------------------------------------------------------------
     def discover(self, *, fresh: bool = False) -> list[tuple[DeviceCandidate, DeviceSource]]:
         """Every device of every source (cached for ``discover_ttl_s``)."""
-        with self._cond:
-            if not fresh and time.monotonic() - self._discovered_at < self.discover_ttl_s:
+        asked = time.monotonic()
+        with self._discovering:
+            if self._discovered_at >= asked or (not fresh and asked - self._discovered_at < self.discover_ttl_s):
                 return list(self._candidates)
-        found: list[tuple[DeviceCandidate, DeviceSource]] = []
-        for source in self.sources:
-            try:
-                found += [(c, source) for c in source.discover()]
-                self.source_errors.pop(source.name, None)
-            except DeviceError as exc:
-                self.source_errors[source.name] = f"{exc.code}: {exc}"
-        with self._cond:
+            found: list[tuple[DeviceCandidate, DeviceSource]] = []
+            for source in self.sources:
+                try:
+                    found += [(c, source) for c in source.discover()]
+                    self.source_errors.pop(source.name, None)
+                except DeviceError as exc:
+                    self.source_errors[source.name] = f"{exc.code}: {exc}"
             self._candidates, self._discovered_at = found, time.monotonic()
-        return found
+            return list(found)
 
     def status(self, *, probe: bool = True) -> list[DeviceStatus]:
         """A row per device; with ``probe``, devices nobody holds are probed now."""
@@ -220,7 +225,7 @@ class DevicePool:
                 lock.release()
                 return False
             health = None
-            if self.probe_on_lease or record.quarantined:
+            if self.probe_on_lease or record.quarantined or lease.require.needs_health:
                 health = source.probe(candidate)
                 self.state.set_health(candidate.key, health)
                 if not health.healthy:
