@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Callable
 
 from device_farm.virtual.packets import (
@@ -24,6 +25,20 @@ FEATURES = ("shell_v2", "cmd", "stat_v2", "ls_v2", "fixed_push_mkdir")
 """Only what this device implements: each feature changes what the host sends."""
 
 ServiceResolver = Callable[[str], "StreamHandler | None"]
+
+
+@dataclass(frozen=True)
+class OpenEffect:
+    """What a fault does to one opened service: hold it `delay` seconds before it runs;
+    with `drop_after_bytes` set, cut the whole host connection once the service has sent
+    that many payload bytes (at once for 0, or when it ends)."""
+
+    delay: float = 0.0
+    drop_after_bytes: int | None = None
+
+
+OpenHook = Callable[[str], OpenEffect]
+NO_EFFECT = OpenEffect()
 
 
 def make_banner(props: dict[str, str]) -> bytes:
@@ -44,7 +59,10 @@ class AdbdConnection:
         banner: bytes,
         resolve: ServiceResolver,
         name: str,
+        on_open: OpenHook | None = None,
     ) -> None:
+        self._on_open = on_open
+        self._drops: dict[int, int] = {}
         self._reader = reader
         self._writer = writer
         self._banner = banner
@@ -58,8 +76,23 @@ class AdbdConnection:
 
     async def send_packet(self, packet: Packet) -> None:
         async with self._write_lock:
+            if self._drops and packet.arg0 in self._drops and packet.command in (A_WRTE, A_CLSE):
+                left = self._drops[packet.arg0]
+                if packet.command == A_CLSE or len(packet.data) >= left:
+                    if left and packet.command == A_WRTE:
+                        self._writer.write(Packet(A_WRTE, packet.arg0, packet.arg1, packet.data[:left]).encode())
+                    self._cut(packet.arg0)
+                    raise StreamClosed("host connection dropped by a fault")
+                self._drops[packet.arg0] = left - len(packet.data)
             self._writer.write(packet.encode())
             await self._writer.drain()
+
+    def _cut(self, local_id: int) -> None:
+        logger.warning("adbd %s: fault: dropping the host connection mid-stream %d", self._name, local_id)
+        self._drops.clear()
+        transport = self._writer.transport
+        if transport is not None:
+            transport.abort()
 
     def forget_stream(self, local_id: int) -> None:
         self._streams.pop(local_id, None)
@@ -128,13 +161,22 @@ class AdbdConnection:
         self._next_id += 1
         stream = AdbStream(self, local_id, packet.arg0, self._max_payload)
         self._streams[local_id] = stream
+        effect = self._on_open(service) if self._on_open is not None else NO_EFFECT
         await self.send_packet(Packet(A_OKAY, local_id, packet.arg0))
-        task = asyncio.get_running_loop().create_task(self._run(service, handler, stream))
+        if effect.drop_after_bytes == 0:
+            self._cut(local_id)
+            return
+        if effect.drop_after_bytes is not None:
+            self._drops[local_id] = effect.drop_after_bytes
+        task = asyncio.get_running_loop().create_task(self._run(service, handler, stream, effect.delay))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, service: str, handler: StreamHandler, stream: AdbStream) -> None:
+    async def _run(self, service: str, handler: StreamHandler, stream: AdbStream, delay: float) -> None:
         try:
+            if delay > 0:
+                logger.info("adbd %s: fault: %r stalls for %.1f s", self._name, service, delay)
+                await asyncio.sleep(delay)
             await handler(stream)
         except StreamClosed:
             logger.debug("adbd %s: %r closed by host", self._name, service)
@@ -159,6 +201,8 @@ class AdbdServer:
         self.banner = banner
         self._resolve = resolve
         self._name = name
+        self.on_open: OpenHook | None = None
+        """Called for every service opened, in arrival order (the fault injector)."""
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -186,7 +230,8 @@ class AdbdServer:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        conn = AdbdConnection(reader, writer, self.banner, self._resolve, f"{self._name}<-{peer}")
+        conn = AdbdConnection(reader, writer, self.banner, self._resolve, f"{self._name}<-{peer}",
+                              self.on_open)
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)

@@ -19,6 +19,8 @@ from device_farm.virtual.adbd import AdbdServer, make_banner
 from device_farm.virtual.apps import default_apps
 from device_farm.virtual.apps.base import App
 from device_farm.virtual.commands import default_commands
+from device_farm.virtual.fault_injector import FaultInjector
+from device_farm.virtual.faults import FaultEvent, FaultPlan, FaultSpec, as_plan
 from device_farm.virtual.services import ServiceRouter
 from device_farm.virtual.snapshot import Snapshot, SnapshotError, capture, restore
 from device_farm.virtual.system import AndroidSystem
@@ -39,9 +41,10 @@ class VirtualPhone:
     def __init__(self, port: int = 0, serial: str | None = None, host: str = "127.0.0.1",
                  model: str = "Pixel 7", product: str = "panther",
                  apps: list[Callable[[AndroidSystem], App]] | None = None,
-                 uiautomator_running: bool = True) -> None:
+                 uiautomator_running: bool = True, faults: FaultSpec | None = None) -> None:
         """`uiautomator_running`: the uiautomator2 server is up from boot (else it starts
-        only through `app_process`, as uiautomator2's client does on a fresh phone)."""
+        only through `app_process`, as uiautomator2's client does on a fresh phone).
+        `faults`: a FaultPlan (or one fault, or their dict form) armed when the phone starts."""
         self.host = host
         self.port = port
         self._serial = serial
@@ -55,6 +58,9 @@ class VirtualPhone:
         self._system: AndroidSystem | None = None
         self._u2 = UiAutomatorServer(self._current_system)
         self._snapshots: dict[str, Snapshot] = {}
+        self._faults = FaultInjector(self._current_system, U2_PORT)
+        self._u2.before_request = self._faults.on_http
+        self._plan = as_plan(faults) if faults is not None else None
 
     @property
     def serial(self) -> str:
@@ -83,12 +89,16 @@ class VirtualPhone:
     async def _startup(self) -> None:
         router = ServiceRouter(self._current_system, default_commands())
         self._server = AdbdServer(b"", router.resolve, name=f"{self.host}:{self.port}")
+        self._server.on_open = self._faults.on_open
         self.port = await self._server.start(self.host, self.port)
         self._boot_system()
         self._server.banner = make_banner(self._current_system().props)
+        if self._plan is not None:
+            self._faults.arm(self._plan)
         logger.info("virtual phone %s listening on %s", self.serial, self.address)
 
     async def _shutdown(self) -> None:
+        self._faults.clear()
         if self._server is not None:
             await self._server.stop()
             self._server = None
@@ -207,3 +217,30 @@ class VirtualPhone:
                 await self._server.drop_connections()
 
         self.call(do)
+
+    # --- faults --------------------------------------------------------------------
+    def inject(self, faults: FaultSpec, seed: int = 0) -> None:
+        """Arm a FaultPlan, one Fault, or their dict form now (added to what is armed).
+        A fault without a trigger fires at once; `seed` is for a single fault's draws."""
+        plan: FaultPlan = as_plan(faults, seed)
+
+        async def do() -> None:
+            self._faults.arm(plan)
+
+        self.call(do)
+
+    def clear_faults(self) -> None:
+        """Disarm every scheduled fault and end running stalls; what is on screen stays."""
+
+        async def do() -> None:
+            self._faults.clear()
+
+        self.call(do)
+
+    def fault_events(self) -> list[FaultEvent]:
+        """Every fault fired so far, in order (kept across reset and snapshot restore)."""
+
+        async def do() -> list[FaultEvent]:
+            return list(self._faults.events)
+
+        return self.call(do)

@@ -125,7 +125,8 @@ class ShellService:
             status = job.result()
         finally:
             watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
+            job.cancel()  # no-op once it finished; stops it when this task is cancelled
+            await asyncio.gather(watcher, job, return_exceptions=True)
         assert ctx.flush is not None
         await ctx.flush()
         return status

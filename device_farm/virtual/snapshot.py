@@ -2,8 +2,10 @@
 
 A snapshot holds everything a client can observe: properties, settings, the file system,
 every app's provider databases (SQLite's own serialisation), the activity stack with each
-activity's transient UI state (field text, focus, open dialogs), processes, screen power,
-clipboard, battery and the wall clock. Restoring puts all of it back on the running system
+activity's transient UI state (field text, focus, open dialogs), system dialogs on screen
+(ANR, crash, permission prompts, pop-ups), notifications and the shade, granted runtime
+permissions, processes, screen power, clipboard, battery and the wall clock. A fault plan's
+schedule is not part of it. Restoring puts all of it back on the running system
 in place, so adb connections and the uiautomator2 server stay up, as with an emulator's
 `avd snapshot load`. A snapshot can be restored any number of times, and also after a
 factory reset (apps are matched by package name).
@@ -20,6 +22,8 @@ from device_farm.virtual.fs import Node
 
 if TYPE_CHECKING:
     from device_farm.virtual.apps.base import Activity, App
+    from device_farm.virtual.dialogs import Dialog
+    from device_farm.virtual.notifications import Notification
     from device_farm.virtual.system import AndroidSystem, Process
 
 
@@ -48,6 +52,11 @@ class Snapshot:
     clipboard: str | None
     clock: float
     battery_level: int
+    dialogs: tuple["Dialog", ...] = ()
+    notifications: tuple["Notification", ...] = ()
+    next_notification_id: int = 1
+    shade_open: bool = False
+    granted: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
 def capture(system: "AndroidSystem", name: str) -> Snapshot:
@@ -70,6 +79,11 @@ def capture(system: "AndroidSystem", name: str) -> Snapshot:
         clipboard=system.clipboard,
         clock=system.now(),
         battery_level=system.battery_level,
+        dialogs=tuple(system.dialogs),
+        notifications=tuple(system.notifications.items),
+        next_notification_id=system.notifications.next_id,
+        shade_open=system.shade_open,
+        granted=tuple((pkg, frozenset(names)) for pkg, names in system.granted.items()),
     )
 
 
@@ -95,3 +109,8 @@ def restore(system: "AndroidSystem", snap: Snapshot) -> None:
     system.clipboard = snap.clipboard
     system.set_time(snap.clock)
     system.battery_level = snap.battery_level
+    system.dialogs = list(snap.dialogs)
+    system.notifications.items = list(snap.notifications)
+    system.notifications.next_id = snap.next_notification_id
+    system.shade_open = snap.shade_open
+    system.granted = {pkg: set(names) for pkg, names in snap.granted}

@@ -8,6 +8,7 @@ the uiautomator2 server); nothing outside the phone reads this object directly.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from dataclasses import dataclass
@@ -15,10 +16,12 @@ from typing import TYPE_CHECKING, Callable
 
 from device_farm.virtual.apps.base import NAV_BAR_HEIGHT, STATUS_BAR_HEIGHT, Activity, App
 from device_farm.virtual.content import SqliteProvider
+from device_farm.virtual.dialogs import Dialog, dialog_views, window_title
 from device_farm.virtual.fs import FileSystem
 from device_farm.virtual.intents import (
     ACTION_MAIN, CATEGORY_HOME, CATEGORY_LAUNCHER, ComponentName, Intent,
 )
+from device_farm.virtual.notifications import Notification, NotificationList, shade_views
 from device_farm.virtual.render import ScreenRenderer, StatusBar
 from device_farm.virtual.ui import Bounds, ViewNode, hit_test, walk
 
@@ -86,6 +89,19 @@ class AndroidSystem:
         self.time_offset = 0.0
         """Seconds the phone's wall clock runs ahead of the host's (snapshots move it)."""
         self.battery_level = 100
+        self.notifications = NotificationList()
+        self.shade_open = False
+        self.dialogs: list[Dialog] = []
+        """Windows over the app (ANR, crash, permission prompt, pop-up), newest last."""
+        self.granted: dict[str, set[str]] = {}
+        """Runtime permissions granted, by package."""
+        self.ui_automation_connected = True
+        """False once the uiautomator2 server has lost UiAutomation (a fault); a fresh
+        `app_process` launch of the server connects it again."""
+        self.uiautomator_process: "asyncio.Event | None" = None
+        """Set to end the running `app_process` uiautomator2 server (it died)."""
+        self.slow_screen: tuple[float, float] = (0.0, 0.0)
+        """(extra seconds per hierarchy dump or screenshot, until this monotonic time)."""
         self.renderer = ScreenRenderer(WIDTH, HEIGHT, STATUS_BAR_HEIGHT, NAV_BAR_HEIGHT)
         self.apps: dict[str, App] = {}
         for factory in app_factories:
@@ -190,6 +206,8 @@ class AndroidSystem:
 
     def home(self) -> None:
         """Show the home screen; other tasks go to the background (their activities end)."""
+        self.shade_open = False
+        self.dialogs = [d for d in self.dialogs if d.modal_over_home]
         app = self.home_app()
         self._ensure_process(app)
         launcher = next((a for a in self.stack if a.app is app), None)
@@ -200,6 +218,12 @@ class AndroidSystem:
         self.stack = [launcher]
 
     def back(self) -> None:
+        if self.dialogs:
+            self.answer_dialog(self.dialogs[-1], "")
+            return
+        if self.shade_open:
+            self.shade_open = False
+            return
         top = self.foreground
         if top.on_back():
             return
@@ -227,7 +251,72 @@ class AndroidSystem:
                      children=activity.build(content)),
         ])
         root.set_package(activity.package)
+        overlay = self.overlay(content)
+        if overlay is not None:
+            root.children.append(overlay)
         return root
+
+    def overlay(self, content: Bounds | None = None) -> ViewNode | None:
+        """The window over the app that takes all input (top dialog, else the shade)."""
+        screen = Bounds(0, 0, WIDTH, HEIGHT - NAV_BAR_HEIGHT)
+        if self.dialogs:
+            return dialog_views(self, self.dialogs[-1], screen)
+        if self.shade_open:
+            return shade_views(self, screen)
+        return None
+
+    def focus(self) -> tuple[str, str]:
+        """(package, window name) of the focused window, as `dumpsys window` names it."""
+        if self.dialogs:
+            return self.dialogs[-1].window_package, window_title(self.dialogs[-1])
+        if self.shade_open:
+            return "com.android.systemui", "NotificationShade"
+        comp = self.current_component()
+        return comp.package, f"{comp.package}/{comp.cls}"
+
+    # --- dialogs and notifications -------------------------------------------------
+    def label_of(self, package: str) -> str:
+        app = self.apps.get(package)
+        return app.label if app is not None else package.rsplit(".", 1)[-1].capitalize()
+
+    def show_dialog(self, dialog: Dialog) -> None:
+        self.shade_open = False
+        self.dialogs.append(dialog)
+
+    def answer_dialog(self, dialog: Dialog, choice: str) -> None:
+        """A dialog's button (or BACK, `choice=""`) was pressed."""
+        if dialog in self.dialogs:
+            self.dialogs.remove(dialog)
+        if dialog.kind == "anr" and choice == "Close app":
+            self.force_stop(dialog.package)
+        elif dialog.kind == "permission" and choice == "Allow":
+            self.granted.setdefault(dialog.package, set()).add(dialog.permission)
+
+    def crash_app(self, package: str) -> None:
+        """The app's process dies: its activities go, and its crash dialog shows."""
+        from device_farm.virtual.dialogs import crash
+
+        self.force_stop(package)
+        self.show_dialog(crash(package, self.label_of(package)))
+
+    def post_notification(self, package: str, title: str, text: str, channel: str = "default") -> Notification:
+        return self.notifications.post(package, title, text, self.now(), channel)
+
+    def open_notification(self, note: Notification) -> None:
+        """Tapping a notification: the shade closes, the app opens, the notification goes."""
+        self.notifications.cancel(note.id)
+        self.shade_open = False
+        if note.package in self.apps:
+            self.start_activity(Intent(ACTION_MAIN, package=note.package, categories=[CATEGORY_LAUNCHER]))
+
+    def notifications_cleared(self) -> None:
+        self.notifications.clear()
+        self.shade_open = False
+
+    def screen_delay(self) -> float:
+        """Seconds a hierarchy dump or screenshot takes now (a slow-screen fault)."""
+        delay, until = self.slow_screen
+        return delay if time.monotonic() < until else 0.0
 
     def status_bar(self) -> StatusBar:
         tz_utc = time.gmtime(self.now())
@@ -241,8 +330,8 @@ class AndroidSystem:
         return self.renderer.encoded(self.window(), self.status_bar(), self.screen_on, fmt, scale, quality)
 
     def tap(self, x: float, y: float) -> bool:
-        """Dispatch a tap; True if some view took it."""
-        node = hit_test(self.window(), x, y)
+        """Dispatch a tap; True if some view took it. A window over the app takes them all."""
+        node = hit_test(self.overlay() or self.window(), x, y)
         if node is None:
             return False
         activity = self.foreground
@@ -278,6 +367,8 @@ class AndroidSystem:
             return
         if y1 >= HEIGHT - NAV_BAR_HEIGHT and y1 - y2 > 200:
             self.home()
+        elif y1 <= STATUS_BAR_HEIGHT and y2 - y1 > 200 and not self.dialogs:
+            self.shade_open = True
 
     def key(self, code: int) -> None:
         if code == KEYCODES["BACK"]:

@@ -51,11 +51,22 @@ class HttpError(ValueError):
     """The request is not HTTP we can answer; the stream is closed."""
 
 
+NOT_CONNECTED = ("java.lang.IllegalStateException: UiAutomation not connected, "
+                 "UiAutomation@4b1e1a0[id=-1, flags=0]")
+
+
 class UiAutomatorServer:
-    """Serves uiautomator2 clients on whatever system the phone currently runs."""
+    """Serves uiautomator2 clients on whatever system the phone currently runs.
+
+    `before_request`, when set, is called for each HTTP request and answers how many
+    seconds to hold it (the phone's fault injector counts requests there; a stall holds them). While the
+    system's UiAutomation is disconnected every JSON-RPC call answers "UiAutomation not
+    connected"; `/ping` still answers, as the HTTP server itself is alive.
+    """
 
     def __init__(self, system: Callable[[], AndroidSystem]) -> None:
         self._system = system
+        self.before_request: Callable[[str], float] | None = None
         self._methods: dict[str, Callable[..., Any]] = {
             name[4:]: getattr(self, name) for name in dir(self) if name.startswith("rpc_")
         }
@@ -84,6 +95,10 @@ class UiAutomatorServer:
                         return
                     buf += data
                 body, buf = bytes(buf[:length]), buf[length:]
+                if self.before_request is not None:
+                    delay = self.before_request("uiautomator")
+                    if delay > 0:
+                        await asyncio.sleep(delay)
                 status, ctype, payload = await self._route(method, path, body)
                 keep = headers.get("connection", "").lower() != "close"
                 head_out = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
@@ -127,6 +142,9 @@ class UiAutomatorServer:
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
                 raise RpcError(-32600, "Invalid Request")
             req_id = request.get("id")
+            if not self.system.ui_automation_connected:
+                raise RpcError(-32001, NOT_CONNECTED, NOT_CONNECTED + "\n\tat android.app.UiAutomation"
+                               ".throwIfNotConnectedLocked(UiAutomation.java:1548)")
             handler = self._methods.get(request["method"])
             if handler is None:
                 raise RpcError(-32601, f"Method not found: {request['method']}")
@@ -172,15 +190,21 @@ class UiAutomatorServer:
     def rpc_deviceInfo(self) -> dict[str, Any]:
         s = self.system
         return {
-            "currentPackageName": s.foreground.package, "displayHeight": HEIGHT,
+            "currentPackageName": s.focus()[0], "displayHeight": HEIGHT,
             "displayRotation": 0, "displaySizeDpX": round(WIDTH * 160 / DENSITY),
             "displaySizeDpY": round(HEIGHT * 160 / DENSITY), "displayWidth": WIDTH,
             "productName": s.props["ro.product.name"], "screenOn": s.screen_on,
             "sdkInt": int(s.props["ro.build.version.sdk"]), "naturalOrientation": True,
         }
 
-    def rpc_dumpWindowHierarchy(self, compressed: bool = False, maxDepth: int = 50,
-                                rootInActive: bool | None = None) -> str:
+    async def _slow_screen(self) -> None:
+        delay = self.system.screen_delay()
+        if delay:
+            await asyncio.sleep(delay)
+
+    async def rpc_dumpWindowHierarchy(self, compressed: bool = False, maxDepth: int = 50,
+                                      rootInActive: bool | None = None) -> str:
+        await self._slow_screen()
         return hierarchy_xml(self.system.window(), max_depth=int(maxDepth or 50))
 
     async def rpc_click(self, *args: Any) -> bool:
@@ -247,8 +271,9 @@ class UiAutomatorServer:
             self.system.tap(float(x), float(y))
         return True
 
-    def rpc_takeScreenshot(self, scale: float = 1.0, quality: int = 80) -> str:
+    async def rpc_takeScreenshot(self, scale: float = 1.0, quality: int = 80) -> str:
         """Base64 JPEG of the screen, as the real server answers `takeScreenshot`."""
+        await self._slow_screen()
         scale = float(scale) if scale else 1.0
         if not 0 < scale <= 1:
             raise RpcError(-32602, f"Invalid params: scale {scale} not in (0, 1]")
@@ -307,6 +332,8 @@ class UiAutomatorServer:
         return None
 
     def rpc_openNotification(self) -> bool:
+        if not self.system.dialogs:
+            self.system.shade_open = True
         return True
 
     def rpc_openQuickSettings(self) -> bool:

@@ -10,6 +10,7 @@ from typing import Awaitable
 from device_farm.virtual.commands.am import am
 from device_farm.virtual.commands.pm import dumpsys_package, pm
 from device_farm.virtual.fs import FsError
+from device_farm.virtual.notifications import dumpsys_notification
 from device_farm.virtual.shell import CommandContext
 from device_farm.virtual.system import DENSITY, HEIGHT, KEYCODES, WIDTH
 from device_farm.virtual.ui import hierarchy_xml
@@ -119,11 +120,12 @@ def dumpsys(ctx: CommandContext, args: list[str]) -> int:
     comp = system.current_component()
     token = f"{id(system.foreground) & 0xFFFFFFF:x}"
     if service == "window":
+        _, focus = system.focus()
         ctx.out(
             "WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
-            f"  Window #0 Window{{{token} u0 {comp.package}/{comp.cls}}}:\n"
+            f"  Window #0 Window{{{token} u0 {focus}}}:\n"
             f"    mDisplayId=0 rootTaskId=1 mSession=Session{{{token} 0:1000}}\n"
-            f"  mCurrentFocus=Window{{{token} u0 {comp.package}/{comp.cls}}}\n"
+            f"  mCurrentFocus=Window{{{token} u0 {focus}}}\n"
             f"  mFocusedApp=ActivityRecord{{{token} u0 {comp.short()} t{len(system.stack)}}}\n"
         )
     elif service == "activity" and args[1:2] == ["top"]:
@@ -143,6 +145,8 @@ def dumpsys(ctx: CommandContext, args: list[str]) -> int:
                 f"  mHoldingDisplaySuspendBlocker={'true' if on else 'false'}\n")
     elif service == "battery":
         return dumpsys_battery(ctx, args[1:])
+    elif service == "notification":
+        ctx.out(dumpsys_notification(system))
     elif service == "wifi":
         on = system.settings["global"].get("wifi_on") == "1"
         ctx.out(f"Wi-Fi is {'enabled' if on else 'disabled'}\n")
@@ -190,10 +194,12 @@ def svc(ctx: CommandContext, args: list[str]) -> int:
     return 1 if args else 0
 
 
-def uiautomator(ctx: CommandContext, args: list[str]) -> int:
+async def uiautomator(ctx: CommandContext, args: list[str]) -> int:
     if not args or args[0] != "dump":
         ctx.err("Usage: uiautomator <subcommand> [options]\n  dump [--compressed] [file]\n")
         return 1
+    if ctx.system.screen_delay():
+        await asyncio.sleep(ctx.system.screen_delay())
     files = [a for a in args[1:] if not a.startswith("--")]
     path = files[0] if files else "/sdcard/window_dump.xml"
     try:
@@ -218,26 +224,51 @@ async def app_process(ctx: CommandContext, args: list[str]) -> int:
         ctx.err(f"java.lang.ClassNotFoundException: Didn't find class \"{cls}\" on path: {classpath}\n")
         return 1
     port = int(args[args.index("-p") + 1]) if "-p" in args else 9008
-    handler = ctx.system.uiautomator_handler
-    if port in ctx.system.listeners or handler is None:
+    system = ctx.system
+    handler = system.uiautomator_handler
+    if port in system.listeners and system.ui_automation_connected or handler is None:
         ctx.err("java.lang.IllegalStateException: UiAutomationService "
                 "android.accessibilityservice.IAccessibilityServiceClient$Stub$Proxy@5deffd5"
                 "already registered!\n")
         return 1
-    ctx.system.listeners[port] = handler
+    # A server that lost UiAutomation no longer holds it: this launch takes over.
+    if system.uiautomator_process is not None:
+        system.uiautomator_process.set()
+    died = asyncio.Event()
+    system.listeners[port] = handler
+    system.ui_automation_connected = True
+    system.uiautomator_process = died
     ctx.out("[server] INFO: [UiAutomator2Server] Starting Server\n")
     try:
         if ctx.flush is not None:
             await ctx.flush()
-        await asyncio.Event().wait()
+        await died.wait()
     finally:
-        if ctx.system.listeners.get(port) is handler:
-            del ctx.system.listeners[port]
+        if system.uiautomator_process is died:
+            system.uiautomator_process = None
+            if system.listeners.get(port) is handler:
+                del system.listeners[port]
+    ctx.err("java.lang.IllegalStateException: UiAutomation not connected\n"
+            "[server] INFO: [UiAutomator2Server] Server stopped\n")
+    return 1
+
+
+def statusbar(ctx: CommandContext, args: list[str]) -> int:
+    """`cmd statusbar expand-notifications | collapse`."""
+    if args[:1] == ["expand-notifications"]:
+        if not ctx.system.dialogs:
+            ctx.system.shade_open = True
+    elif args[:1] == ["collapse"]:
+        ctx.system.shade_open = False
+    else:
+        ctx.err("usage: cmd statusbar [expand-notifications|collapse]\n")
+        return 1
     return 0
 
 
 def cmd(ctx: CommandContext, args: list[str]) -> int | Awaitable[int]:
-    services = {"package": pm, "activity": am, "settings": settings, "window": wm, "input": input_}
+    services = {"package": pm, "activity": am, "settings": settings, "window": wm, "input": input_,
+                "statusbar": statusbar}
     if not args:
         ctx.err("cmd: No service specified; use -l to list all running services.\n")
         return 1
@@ -251,9 +282,11 @@ def cmd(ctx: CommandContext, args: list[str]) -> int | Awaitable[int]:
     return handler(ctx, args[1:])
 
 
-def screencap(ctx: CommandContext, args: list[str]) -> int:
+async def screencap(ctx: CommandContext, args: list[str]) -> int:
     """`screencap [-p] [-d ID] [FILE]`: PNG with -p or a `.png` file, else the raw dump
     (width, height, format RGBA_8888, colour space sRGB as u32 LE, then the pixels)."""
+    if ctx.system.screen_delay():
+        await asyncio.sleep(ctx.system.screen_delay())
     rest, png, i = [], False, 0
     while i < len(args):
         if args[i] == "-p":

@@ -43,7 +43,16 @@ def pm(ctx: CommandContext, args: list[str]) -> int:
         app.clear_data()
         ctx.out("Success\n")
         return 0
-    if verb in ("grant", "revoke", "enable", "disable", "disable-user", "set-permission-flags"):
+    if verb in ("grant", "revoke") and len(rest) >= 2:
+        app = apps.get(rest[-2])
+        if app is None:
+            ctx.err(f"Exception occurred while executing '{verb}':\n"
+                    f"java.lang.IllegalArgumentException: Unknown package: {rest[-2]}\n")
+            return 255
+        granted = ctx.system.granted.setdefault(app.package, set())
+        (granted.add if verb == "grant" else granted.discard)(rest[-1])
+        return 0
+    if verb in ("enable", "disable", "disable-user", "set-permission-flags"):
         return 0
     if verb == "install":
         ctx.out("Failure [INSTALL_FAILED_INVALID_APK: virtual device cannot install packages]\n")
@@ -70,4 +79,8 @@ def dumpsys_package(ctx: CommandContext, package: str) -> int:
         "    firstInstallTime=2024-01-01 00:00:00\n"
         "    lastUpdateTime=2024-01-01 00:00:00\n"
     )
+    granted = sorted(ctx.system.granted.get(package, ()))
+    if granted:
+        ctx.out("    runtime permissions:\n"
+                + "".join(f"      {name}: granted=true, flags=[ USER_SET ]\n" for name in granted))
     return 0
