@@ -24,7 +24,7 @@ from device_farm import Device
 from device_farm.errors import DeviceError, DeviceOffline, DeviceUnavailable
 from device_farm.health import DeviceHealth
 from device_farm.poolstate import DeviceRecord, Holder, LeaseLock, PoolState
-from device_farm.sources import DeviceCandidate, DeviceSource
+from device_farm.sources import READY, DeviceCandidate, DeviceSource
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ class DevicePool:
                 health = source.probe(candidate)
                 self.state.set_health(candidate.key, health)
                 if not health.healthy:
-                    self._fault(candidate.key, DeviceOffline("; ".join(health.problems)), health)
+                    self._fault(candidate.key, _unhealthy(candidate, health), health)
                     lock.release()
                     return False
                 if record.quarantined:
@@ -302,3 +302,9 @@ class DevicePool:
         quarantined = sum(1 for c, _ in candidates if self.state.record(c.key).quarantined)
         return (f"no device leased within {lease.timeout}s: {len(candidates)} match, {held} held, "
                 f"{quarantined} quarantined")
+
+
+def _unhealthy(candidate: DeviceCandidate, health: DeviceHealth) -> DeviceError:
+    """The fault a failed probe stands for: offline when the transport is down, else unfit."""
+    why = f"{candidate.serial}: " + "; ".join(health.problems)
+    return DeviceOffline(why) if health.state != READY else DeviceUnavailable(f"unhealthy: {why}")
