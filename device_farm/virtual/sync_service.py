@@ -45,6 +45,7 @@ class SyncSession:
             if ident in (b"QUIT",):
                 return
             if length > _MAX_PATH:
+                logger.warning("sync: closing stream on a %d-byte path", length)
                 await self._fail(f"path too long: {length}")
                 return
             arg = (await self._stream.read_exactly(length)).decode("utf-8", "replace")

@@ -85,8 +85,11 @@ class UiAutomatorServer:
                         raise HttpError("request header too large")
                 head, _, rest = bytes(buf).partition(b"\r\n\r\n")
                 method, path, headers = self._parse_head(head)
-                length = int(headers.get("content-length", "0") or 0)
-                if length < 0 or length > MAX_BODY:
+                raw_length = headers.get("content-length", "0") or "0"
+                if not raw_length.isdigit():
+                    raise HttpError(f"bad Content-Length {raw_length[:40]!r}")
+                length = int(raw_length)
+                if length > MAX_BODY:
                     raise HttpError(f"bad Content-Length {length}")
                 buf = bytearray(rest)
                 while len(buf) < length:
