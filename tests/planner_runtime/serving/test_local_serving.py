@@ -1,0 +1,82 @@
+"""The embedded model behind `serve`: batched decoding answers what the planner alone answers."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from planner_runtime.contract import Message, Role, ToolSpec
+from planner_runtime.planners import Sampling, model_store
+from planner_runtime.serving.batch import BatchDecoder, PlanRequest
+
+pytestmark = pytest.mark.slow
+
+TOOLS = (
+    ToolSpec(name="set_alarm", description="Set an alarm on the phone's clock.", parameters={
+        "type": "object", "properties": {"hour": {"type": "integer"}, "minute": {"type": "integer"}}, "required": ["hour", "minute"]}),
+    ToolSpec(name="open_app", description="Open an app by name.", parameters={
+        "type": "object", "properties": {"app": {"type": "string"}}, "required": ["app"]}),
+)
+GOALS = ["Wake me up at 7:30 tomorrow.", "Open the Clock app.", "Set an alarm for 6:15 please."]
+
+
+def chat(goal: str) -> tuple[Message, ...]:
+    return (Message(role=Role.system, content="You operate an Android phone for the user."), Message(role=Role.user, content=goal))
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    if not (os.environ.get(model_store.ENV_GGUF) or model_store.packaged_gguf()):
+        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
+    from planner_runtime.planners.local import LocalPlanner
+
+    cache = tmp_path_factory.mktemp("serving-cache")
+    model_store.ensure_embedded_model(cache, download=False)
+    return LocalPlanner(cache_dir=cache, max_new_tokens=32).load()
+
+
+def test_a_batch_decodes_what_each_chat_decodes_alone(local):
+    sampling = Sampling(max_new_tokens=32)
+    alone = [local.plan(list(chat(g)), list(TOOLS), sampling=sampling).text for g in GOALS]
+    decoder = BatchDecoder(local).load()
+    together = decoder.decode([PlanRequest(chat(g), TOOLS, sampling) for g in GOALS])
+    assert [o.text for o in together] == alone
+    again = decoder.decode([PlanRequest(chat(g), TOOLS, sampling) for g in GOALS])
+    assert [o.text for o in again] == alone and decoder.last_reused_tokens > 100  # the shared prefix was kept
+
+
+def test_a_named_tool_constrains_the_call_to_it(local):
+    decoder = BatchDecoder(local).load()
+    outs = decoder.decode([PlanRequest(chat("Open the Clock app."), TOOLS, Sampling(max_new_tokens=32), only=("set_alarm",))])
+    # The grammar forces the name; the tiny model may still ramble inside the arguments.
+    assert outs[0].text.startswith('<tool_call>\n{"name": "set_alarm", "arguments": {')
+
+
+def test_our_client_and_the_official_one_against_serve_with_the_model(local):
+    import openai
+
+    from planner_runtime.planners.openai_compat import OpenAIPlanner
+    from planner_runtime.serving.server import PlannerServer
+
+    with PlannerServer(local, model_name="smol") as server:
+        ours = OpenAIPlanner(server.base_url, "smol", timeout=120)
+        out = ours.plan(list(chat(GOALS[0])), list(TOOLS), sampling=Sampling(max_new_tokens=32))
+        assert len(out.tool_calls) == 1 and out.tool_calls[0].name in {"set_alarm", "open_app"}
+        client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+        tools = [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}} for t in TOOLS]
+        replies = []
+
+        def ask(goal: str) -> None:
+            replies.append(client.chat.completions.create(
+                model="smol", messages=[{"role": "user", "content": goal}], tools=tools, max_tokens=32,
+                tool_choice={"type": "function", "function": {"name": "set_alarm"}}))
+
+        threads = [threading.Thread(target=ask, args=(g,)) for g in GOALS]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert [r.choices[0].message.tool_calls[0].function.name for r in replies] == ["set_alarm"] * 3
+        assert max(server.engine.batches) > 1  # concurrent requests shared a batch
