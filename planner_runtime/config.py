@@ -37,7 +37,13 @@ class Settings(BaseModel):
         '"appium:automationName": "UiAutomator2", "appium:udid": "..."} (PLANNER_AGENT_APPIUM_CAPS).',
     )
 
-    @field_validator("appium_caps", mode="before")
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description='Dollars per 1M tokens by planner model, as JSON: {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}; '
+        "a key matches a trajectory's planner release or the model inside it; local models cost 0 (PLANNER_AGENT_PRICES).",
+    )
+
+    @field_validator("appium_caps", "prices", mode="before")
     @classmethod
     def _caps_from_json(cls, value: Any) -> Any:
         return json.loads(value) if isinstance(value, str) else value
