@@ -4,23 +4,33 @@ Prints medians of (1) `shell:echo hi` through adbutils as shipped, and (2) a
 `dumpWindowHierarchy` JSON-RPC over one kept-alive `tcp:9008` stream, next to the same call
 made the stock uiautomator2 way (a new stream per request), as a ratio; (3) screen
 rendering (paint, PNG encode, cached repeat) and screenshots through adbutils and
-uiautomator2; (4) whole-phone snapshot save and restore on a phone holding some state.
+uiautomator2; (4) whole-phone snapshot save and restore on a phone holding some state;
+(5) scale: request throughput of 16 phones against one (shell echo through the lean
+`AdbHost` client, and dumpWindowHierarchy over kept-alive streams, one client thread per
+phone), with the phones in one process and spread over worker processes, and the memory
+each idle phone adds (RSS growth over 16 phones, measured in a fresh process).
 
     python benchmarks/bench_virtual_phone.py --iterations 200
+    python benchmarks/bench_virtual_phone.py --scale-only --seconds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import json
+import multiprocessing
+import os
 import socket
 import statistics
+import threading
 import time
 from typing import Callable
 
 import uiautomator2 as u2
 
+from device_farm.adbhost import AdbHost
 from device_farm.adbserver import AdbServer
 from device_farm.virtual import VirtualPhone
 from device_farm.virtual.apps import default_apps
@@ -93,10 +103,140 @@ def render_ms(iterations: int) -> dict[str, float]:
         system.shutdown()
 
 
+def drive(serials: list[str], adb_host: str, adb_port: int, kind: str, seconds: float) -> tuple[int, float]:
+    """One client thread per serial, all started together: (requests answered in `seconds`,
+    CPU seconds this process used meanwhile, phones and clients together)."""
+    counts = [0] * len(serials)
+    barrier = threading.Barrier(len(serials) + 1)
+    stop_at = [0.0]
+
+    def client(i: int, serial: str) -> None:
+        host = AdbHost(serial, adb_host, adb_port)
+        if kind == "shell":
+            call: Callable[[], object] = lambda: host.shell("echo hi")
+        else:
+            rpc = KeptAliveRpc(host.open("tcp:9008"))
+            call = lambda: rpc.call("dumpWindowHierarchy", False, 50)
+        call()
+        barrier.wait()
+        n = 0
+        while time.perf_counter() < stop_at[0]:
+            call()
+            n += 1
+        counts[i] = n
+
+    threads = [threading.Thread(target=client, args=(i, s), daemon=True) for i, s in enumerate(serials)]
+    for t in threads:
+        t.start()
+    stop_at[0] = time.perf_counter() + seconds + 0.5  # generous until everyone is at the barrier
+    barrier.wait()
+    cpu = time.process_time()
+    stop_at[0] = time.perf_counter() + seconds
+    for t in threads:
+        t.join()
+    return sum(counts), time.process_time() - cpu
+
+
+def phones_worker(n: int, adb_host: str, adb_port: int, kind: str, seconds: float,
+                  start: "multiprocessing.synchronize.Barrier") -> tuple[int, float]:
+    """A worker process: host `n` phones and drive each from its own thread."""
+    server = AdbServer(host=adb_host, port=adb_port)
+    phones = [VirtualPhone().start() for _ in range(n)]
+    try:
+        serials = [server.connect_device(p.address) for p in phones]
+        start.wait()
+        return drive(serials, adb_host, adb_port, kind, seconds)
+    finally:
+        for phone in phones:
+            phone.stop()
+
+
+def throughput(server: AdbServer, phones: int, procs: int, kind: str, seconds: float) -> tuple[float, float]:
+    """(requests per second, CPU cores the phone processes used) of `phones` phones spread
+    over `procs` processes (1 = this one), one client thread per phone beside them."""
+    if procs == 1:
+        started = [VirtualPhone().start() for _ in range(phones)]
+        try:
+            serials = [server.connect_device(p.address) for p in started]
+            count, cpu = drive(serials, server.host, server.port, kind, seconds)
+            return count / seconds, cpu / seconds
+        finally:
+            for phone in started:
+                server.client.disconnect(phone.address)
+                phone.stop()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager:
+        start = manager.Barrier(procs)
+        with ctx.Pool(procs) as pool:
+            jobs = [pool.apply_async(phones_worker, (phones // procs, server.host, server.port, kind,
+                                                     seconds, start)) for _ in range(procs)]
+            results = [job.get(timeout=120) for job in jobs]
+            return sum(r[0] for r in results) / seconds, sum(r[1] for r in results) / seconds
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return kb / 1024
+
+
+def idle_memory_worker(adb_host: str, adb_port: int, count: int) -> tuple[float, float, float]:
+    """(MB for the first phone, MB per phone for `count` more idle and online, MB per phone
+    once each has also dumped its hierarchy and rendered a screenshot)."""
+    server = AdbServer(host=adb_host, port=adb_port)
+    gc.collect()
+    before_first = rss_mb()
+    first = VirtualPhone().start()
+    server.connect_device(first.address)
+    gc.collect()
+    before = rss_mb()
+    phones = [VirtualPhone().start() for _ in range(count)]
+    for phone in phones:
+        server.connect_device(phone.address)
+    time.sleep(1.0)
+    gc.collect()
+    after = rss_mb()
+    for phone in phones:
+        host = AdbHost(phone.address, adb_host, adb_port)
+        host.shell("uiautomator dump /sdcard/d.xml; screencap -p > /dev/null")
+    gc.collect()
+    used = rss_mb()
+    for phone in [first, *phones]:
+        phone.stop()
+    return before - before_first, (after - before) / count, (used - before) / count
+
+
+def scale_report(seconds: float) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    with AdbServer() as server:
+        print(f"scale: {cpus} CPU cores available to this process; {seconds:.1f} s per run")
+        for kind, label in (("shell", "shell echo via AdbHost"), ("hierarchy", "dumpWindowHierarchy kept-alive")):
+            (one, c1), (sixteen, c16), (spread, c4) = (
+                throughput(server, n, procs, kind, seconds) for n, procs in ((1, 1), (16, 1), (16, 4)))
+            print(f"{label:32s} 1 phone, 1 thread     {one:8.0f} req/s   phone+client process CPU {c1:4.2f} cores")
+            print(f"{label:32s} 16 phones, 1 process  {sixteen:8.0f} req/s   ratio {sixteen / one:5.2f}x "
+                  f"(target >= 8x)   CPU {c16:4.2f} cores")
+            print(f"{label:32s} 16 phones, 4 procs    {spread:8.0f} req/s   ratio {spread / one:5.2f}x"
+                  f"                  CPU {c4:4.2f} cores")
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(1) as pool:
+            first, per_phone, used = pool.apply(idle_memory_worker, (server.host, server.port, 16))
+        print(f"phone memory: first phone (on top of the imported code)   {first:6.1f} MB")
+        print(f"phone memory: RSS growth per idle online phone (16 more)  {per_phone:6.1f} MB"
+              f"   ratio to 40 MB target {per_phone / 40:.2f}")
+        print(f"phone memory: per phone after a dump and a screenshot     {used:6.1f} MB"
+              f"   ratio to 40 MB target {used / 40:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of each throughput run")
+    parser.add_argument("--scale-only", action="store_true", help="only the 16-phone figures")
     args = parser.parse_args()
+    if args.scale_only:
+        scale_report(args.seconds)
+        return
 
     with AdbServer() as server, VirtualPhone() as phone:
         serial = server.connect_device(phone.address)
@@ -134,6 +274,7 @@ def main() -> None:
     print(f"snapshot save (20 alarms, 1 MB file)         {save_ms:8.2f} ms median")
     print(f"snapshot restore (target < 50 ms)            {restore_ms:8.2f} ms median"
           f"   ratio to target {restore_ms / 50:.3f}")
+    scale_report(args.seconds)
 
 
 if __name__ == "__main__":
