@@ -80,9 +80,10 @@ class FaultInjector:
             if trigger.immediate:
                 self._fire(armed)
                 armed.done = True
-            elif trigger.at_time is not None:
-                armed.due_clock = now + trigger.at_time
-                armed.timer = loop.call_later(max(0.0, trigger.at_time), self._on_timer, armed)
+            elif trigger.at_time is not None or trigger.within is not None:
+                at = trigger.at_time if trigger.at_time is not None else armed.rng.uniform(0, trigger.within or 0)
+                armed.due_clock = now + at
+                armed.timer = loop.call_later(max(0.0, at), self._on_timer, armed)
 
     def clear(self) -> None:
         """Forget the armed plan and the running stalls (fault events stay in the log)."""
@@ -147,6 +148,12 @@ class FaultInjector:
 
     # --- effects ---------------------------------------------------------------------
     def _fire(self, armed: _Armed) -> None:
+        try:
+            self._apply(armed)
+        except Exception:  # a fault that cannot apply must not take the phone down
+            logger.exception("fault %s could not be applied", armed.fault.kind)
+
+    def _apply(self, armed: _Armed) -> None:
         system = self._system()
         fault = armed.fault
         self.events.append(FaultEvent(armed.index, fault.kind, self.requests, system.now()))

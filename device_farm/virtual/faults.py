@@ -23,22 +23,26 @@ class Trigger:
 
     `after_requests`: once N requests have been served (on request N+1).
     `at_time`: seconds on the phone's clock after the plan is armed.
+    `within`: at a moment drawn from the seed, uniformly in the first `within` seconds.
     `probability`: on each request with this chance (seeded), every time it comes up.
     """
 
     after_requests: int | None = None
     at_time: float | None = None
+    within: float | None = None
     probability: float | None = None
 
     def __post_init__(self) -> None:
-        if sum(v is not None for v in (self.after_requests, self.at_time, self.probability)) > 1:
-            raise ValueError("a trigger is one of after_requests, at_time or probability")
+        chosen = (self.after_requests, self.at_time, self.within, self.probability)
+        if sum(v is not None for v in chosen) > 1:
+            raise ValueError("a trigger is one of after_requests, at_time, within or probability")
         if self.probability is not None and not 0 <= self.probability <= 1:
             raise ValueError(f"probability {self.probability} not in [0, 1]")
 
     @property
     def immediate(self) -> bool:
-        return self.after_requests is None and self.at_time is None and self.probability is None
+        return (self.after_requests is None and self.at_time is None and self.within is None
+                and self.probability is None)
 
 
 @dataclass(frozen=True)

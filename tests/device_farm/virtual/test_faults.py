@@ -161,11 +161,19 @@ def test_permission_dialog_allow_grants(virtual_phone):
     assert "android.permission.READ_CONTACTS: granted=true" in out
 
 
-def test_permission_dialog_at_a_random_moment_on_the_clock(virtual_phone):
+def test_permission_dialog_at_a_time_on_the_clock(virtual_phone):
     virtual_phone.phone.inject(F.PermissionDialog(trigger=F.Trigger(at_time=0.3)))
     d = u2.connect(virtual_phone.device)
     assert not d(text="Allow").exists
     assert d(text="Allow").wait(timeout=3)
+
+
+def test_permission_dialog_at_a_random_moment_without_requests(virtual_phone):
+    virtual_phone.phone.inject(F.PermissionDialog(trigger=F.Trigger(within=0.5)), seed=3)
+    time.sleep(0.8)  # no request in between: the moment comes from the phone's own timer
+    events = virtual_phone.phone.fault_events()
+    assert [e.kind for e in events] == ["permission_dialog"] and events[0].request == 0
+    assert "GrantPermissionsActivity" in virtual_phone.device.shell("dumpsys window")
 
 
 def test_popup_and_screenshot(virtual_phone):
