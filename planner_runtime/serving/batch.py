@@ -155,7 +155,7 @@ class BatchDecoder:
         if reused == 0:
             self._prefix_kv = DynamicCache(config=self.planner.model.config)
         elif self._prefix_kv.get_seq_length() > reused:
-            self._prefix_kv.crop(reused)
+            self._prefix_kv.crop(reused - self._prefix_kv.get_seq_length())  # negative: drop from the end
         if len(prefix) > reused:
             self._forward(torch_tensor([prefix[reused:]]), self._prefix_kv, None, None)
         self._prefix_ids = prefix

@@ -24,7 +24,7 @@ _STOP = object()
 class Engine:
     """Owns the planner; ``start()`` launches the worker, ``stop()`` ends it."""
 
-    def __init__(self, planner: Planner, *, max_batch: int = 8, gather_s: float = 0.01) -> None:
+    def __init__(self, planner: Planner, *, max_batch: int = 8, gather_s: float = 0.05) -> None:
         self.planner = planner
         self.max_batch = max_batch
         self.gather_s = gather_s

@@ -45,6 +45,8 @@ def test_a_batch_decodes_what_each_chat_decodes_alone(local):
     assert [o.text for o in together] == alone
     again = decoder.decode([PlanRequest(chat(g), TOOLS, sampling) for g in GOALS])
     assert [o.text for o in again] == alone and decoder.last_reused_tokens > 100  # the shared prefix was kept
+    for goal, expected in zip(GOALS[:2], alone):  # single rows: the kept prefix grows, then is cut back
+        assert decoder.decode([PlanRequest(chat(goal), TOOLS, sampling)])[0].text == expected
 
 
 def test_a_named_tool_constrains_the_call_to_it(local):

@@ -1,0 +1,103 @@
+"""Throughput of `planner-agent serve` with the embedded planner: 8 clients at once vs one by one.
+
+Starts the server in this process on 127.0.0.1 with the local model and sends the same N
+episode-like requests (the harness's system prompt and tools, a screen, N different goals; up to
+``--tokens`` new tokens each, constrained) through the ``openai`` planner: first sequentially from
+one client, then from N concurrent clients. Prints both wall times, requests per second, their
+ratio, the batch sizes the engine ran, and the process RSS (the embedded planner and its caches).
+A warm-up request first, so both runs start with the shared prefix cached.
+
+    python benchmarks/bench_serving.py [--clients 8] [--tokens 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+from planner_runtime.contract import Message, Role
+from planner_runtime.harness.episode import SYSTEM_PROMPT
+from planner_runtime.harness.toolbox import default_toolset
+from planner_runtime.planners import Sampling
+from planner_runtime.planners.local import LocalPlanner
+from planner_runtime.planners.openai_compat import OpenAIPlanner
+from planner_runtime.serving.server import PlannerServer
+
+GOALS = [
+    "Set an alarm for 7:30", "Set an alarm for 6:15", "Open the Clock app", "Add a contact named Ann",
+    "Turn off the 8:00 alarm", "Set an alarm for 22:45", "Open Contacts", "Set an alarm for 5:05",
+    "Add a contact named Bo Li", "Set an alarm for 9:00", "Open Settings", "Set an alarm for 11:11",
+]
+SCREEN = "\n".join(f"[{i}] TextView '{label}'" for i, label in enumerate(
+    ["Home", "Clock", "Contacts", "Messages", "Phone", "Settings", "Camera", "Calendar", "12:00", "Wed, Jan 1"]))
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def chat(goal: str) -> list[Message]:
+    return [Message(role=Role.system, content=SYSTEM_PROMPT), Message(role=Role.user, content=f"Current screen:\n{SCREEN}\n\nGoal: {goal}")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=40)
+    args = parser.parse_args()
+    goals = (GOALS * 4)[: args.clients]
+    tools = default_toolset().specs()
+    sampling = Sampling(max_new_tokens=args.tokens)
+
+    planner = LocalPlanner()
+    with PlannerServer(planner, model_name="smol", max_batch=args.clients) as server:
+        print(f"model loaded; RSS {rss_mb():.0f} MB")
+        client = OpenAIPlanner(server.base_url, "smol", timeout=600)
+        warm = client.plan(chat("Set an alarm for 7:00"), tools, sampling=sampling)
+        print(f"prompt {warm.usage.prompt_tokens} tokens; warm-up answer: {warm.text[-60:]!r}")
+
+        server.engine.batches.clear()
+        started = time.perf_counter()
+        seq = [client.plan(chat(g), tools, sampling=sampling) for g in goals]
+        sequential_s = time.perf_counter() - started
+
+        server.engine.batches.clear()
+        outs: list = [None] * len(goals)
+
+        def one(i: int) -> None:
+            with OpenAIPlanner(server.base_url, "smol", timeout=600) as own:
+                outs[i] = own.plan(chat(goals[i]), tools, sampling=sampling)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(goals))]
+        started = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        concurrent_s = time.perf_counter() - started
+        batches = list(server.engine.batches)
+
+    same = sum(a.text == b.text for a, b in zip(seq, outs))
+    tokens = sum(o.usage.completion_tokens for o in outs)
+    print(f"sequential, 1 client : {sequential_s:6.2f} s  {len(goals) / sequential_s:5.2f} req/s")
+    print(f"concurrent, {len(goals)} clients: {concurrent_s:6.2f} s  {len(goals) / concurrent_s:5.2f} req/s  batches {batches}")
+    print(f"throughput ratio (concurrent / sequential): {sequential_s / concurrent_s:.2f}x   (target >= 3x)")
+    print(f"answers identical in both runs: {same}/{len(goals)}; {tokens} output tokens in the concurrent run")
+    print(f"process RSS now {rss_mb():.0f} MB, peak {peak_rss_mb():.0f} MB   (target <= 1024 MB)")
+
+
+if __name__ == "__main__":
+    main()
