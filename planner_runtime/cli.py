@@ -75,6 +75,21 @@ def _make_planner(backend: str, model: str | None, script: Path | None):  # noqa
     return planners.create(backend, **kwargs)
 
 
+def _ask(tool: str, category, arguments: dict) -> bool:  # noqa: ANN001 - Sensitivity
+    shown = json.dumps(arguments, ensure_ascii=False)
+    return typer.confirm(f"The assistant wants to {category.value}: {tool} {shown}. Allow?", default=False, err=True)
+
+
+def _safety_gate(policy: Path | None):  # noqa: ANN202 - SafetyGate
+    """Policy from a file (deny by default); a y/n prompt for the rest when a person is at the terminal."""
+    import sys
+
+    from planner_runtime.harness.safety import Policy, SafetyGate
+
+    rules = Policy.load(policy) if policy else Policy()
+    return SafetyGate(policy=rules, confirm=_ask if sys.stdin.isatty() else None)
+
+
 @app.command()
 def run(
     goal: Optional[str] = typer.Argument(None, help="What to do, e.g. 'Set an alarm for 7:30'."),
@@ -88,6 +103,7 @@ def run(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the trajectory as JSON at the end."),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
 ) -> None:
     """Run the assistant on a phone (the built-in virtual phone when none is attached)."""
     from planner_runtime.runner import open_device, run_goal
@@ -120,6 +136,7 @@ def run(
                     task=spec,
                     max_steps=max_steps or (None if spec else settings.max_steps),
                     on_step=_print_step,
+                    gate=_safety_gate(policy),
                 )
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc

@@ -14,6 +14,7 @@ from typing import Callable, Iterator
 from device_farm.adb import AdbDevice, list_serials
 from device_farm.adbserver import AdbServer
 from planner_runtime.contract import DeviceRef, Source, Step, Trajectory
+from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
 from planner_runtime.harness.toolbox import toolset_for
 from planner_runtime.planners import Planner
@@ -69,6 +70,7 @@ def run_goal(
     task: TaskSpec | None = None,
     max_steps: int | None = None,
     on_step: Callable[[Step], None] | None = None,
+    gate: SafetyGate | None = None,
 ) -> Trajectory:
     """Run one episode; seed before and verify after when ``task`` is given.
 
@@ -77,7 +79,7 @@ def run_goal(
     if task is not None:
         seed(task, device)
         device.press("home")
-    tools, ctx, skills_text = toolset_for(goal, device)
+    tools, ctx, skills_text = toolset_for(goal, device, gate=gate)
     episode = Episode(
         goal=goal,
         planner=planner,

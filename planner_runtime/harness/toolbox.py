@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from device_farm import Device
 from planner_runtime.harness.apps import APPS
+from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
 from planner_runtime.harness.tools import ToolContext, ToolSet
-from planner_runtime.harness.tools.apps import AddContact, Finish, SetAlarm
+from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill]) -> ToolSet:
@@ -22,10 +23,13 @@ def with_skills(base: ToolSet, chosen: list[Skill]) -> ToolSet:
     return ToolSet(tools + ([base["finish"]] if "finish" in base else []))
 
 
-def toolset_for(goal: str, device: Device, skills: list[Skill] | None = None) -> tuple[ToolSet, ToolContext, str]:
+def toolset_for(
+    goal: str, device: Device, skills: list[Skill] | None = None, gate: SafetyGate | None = None
+) -> tuple[ToolSet, ToolContext, str]:
     """Tools, a tool context and the skills prompt for ``goal`` on ``device``: skills are chosen
-    by relevance among those whose tools are offered and whose apps are installed."""
-    base, ctx = default_toolset(), ToolContext(device=device)
+    by relevance among those whose tools are offered and whose apps are installed. Without a
+    ``gate``, sensitive actions are denied."""
+    base, ctx = default_toolset(), ToolContext(device=device, gate=gate or SafetyGate())
     installed = ctx.installed()
     apps = [a.name for a in APPS if any(p in installed for p in a.packages)]
     chosen = select(load_skills() if skills is None else skills, goal, tools=base.names(), apps=apps)

@@ -18,8 +18,9 @@ from device_farm import Device
 from device_farm.android import installed_packages
 from device_farm.errors import DeviceError
 from device_farm.hierarchy import Screen, parse_hierarchy
-from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, Observation, ToolCall, ToolSpec
+from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, Observation, ToolCall, ToolError, ToolSpec
 from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.harness.safety import SafetyGate, Sensitivity
 
 
 class ToolArgs(BaseModel):
@@ -50,6 +51,7 @@ class ToolContext:
     """What tools act on: the device, and the last screen the planner saw."""
 
     device: Device
+    gate: SafetyGate = field(default_factory=SafetyGate)  # deny sensitive actions unless told otherwise
     screen: Screen | None = None
     screen_chars: int = 3000
     _installed: set[str] | None = field(default=None, repr=False)
@@ -84,6 +86,7 @@ class Tool:
     description: ClassVar[str]
     Args: ClassVar[type[ToolArgs]] = NoArgs
     terminal: ClassVar[bool] = False  # ends the episode when it succeeds
+    sensitive: ClassVar[Sensitivity | None] = None  # runs only past the safety gate
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=_strip_titles(self.Args.model_json_schema()))
@@ -127,6 +130,14 @@ class ToolSet:
             args = tool.Args.model_validate(call.arguments)
         except ValidationError as exc:
             return Feedback.fail(call.call_id, ErrorCode.invalid_arguments, _validation_hint(exc))
+        if tool.sensitive is not None:
+            decision = ctx.gate.decide(tool.name, tool.sensitive, args.model_dump())
+            if not decision.allowed:
+                return Feedback(
+                    call_id=call.call_id,
+                    status=FeedbackStatus.blocked,
+                    error=ToolError(code=ErrorCode.unsafe_action, hint=f"{tool.name} was not run: {decision.reason}"),
+                )
         try:
             outcome = tool.run(ctx, args)
             observation = ctx.observation() if outcome.observe else None

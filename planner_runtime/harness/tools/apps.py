@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from device_farm.android import Intent, start_activity
+from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from device_farm.hierarchy import Element
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import resolve_package
+from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
 
@@ -21,6 +22,8 @@ SET_ALARM = "android.intent.action.SET_ALARM"
 ALARM_EXTRA = "android.intent.extra.alarm."
 CONTACT_INSERT = "android.intent.action.INSERT"
 CONTACT_DIR_TYPE = "vnd.android.cursor.dir/contact"
+CONTACTS_URI = "content://com.android.contacts/contacts"
+RAW_CONTACTS_URI = "content://com.android.contacts/raw_contacts"
 
 
 def _require_app(ctx: ToolContext, name: str) -> str:
@@ -88,6 +91,31 @@ class AddContact(Tool):
         ctx.device.click(*save.bounds.center)
         ctx.observe()
         return ToolResult(result={"saved": args.name, "phone": args.phone, "email": args.email}, observe=True)
+
+
+class DeleteContactArgs(ToolArgs):
+    name: str = Field(min_length=1, description="The contact's full name as saved")
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class DeleteContact(Tool):
+    name = "delete_contact"
+    description = "Delete a saved contact by name (asks the user first)."
+    Args = DeleteContactArgs
+    sensitive = Sensitivity.delete
+
+    def run(self, ctx: ToolContext, args: DeleteContactArgs) -> ToolResult:
+        _require_app(ctx, "Contacts")
+        where = f"display_name={_sql_text(args.name)}"
+        if not content_query(ctx.device, CONTACTS_URI, where=where):
+            raise ToolFailure(ErrorCode.element_not_found, f"no contact named {args.name!r}")
+        result = ctx.device.shell(["content", "delete", "--uri", RAW_CONTACTS_URI, "--where", where])
+        if not result.ok:
+            raise ToolFailure(ErrorCode.action_failed, f"the contacts provider refused: {result.output.strip()[:200]}")
+        return ToolResult(result={"deleted": args.name})
 
 
 class FinishArgs(ToolArgs):
