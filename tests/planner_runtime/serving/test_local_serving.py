@@ -15,9 +15,10 @@ pytestmark = pytest.mark.slow
 
 TOOLS = (
     ToolSpec(name="set_alarm", description="Set an alarm on the phone's clock.", parameters={
-        "type": "object", "properties": {"hour": {"type": "integer"}, "minute": {"type": "integer"}}, "required": ["hour", "minute"]}),
+        "type": "object", "properties": {"hour": {"type": "integer"}, "minute": {"type": "integer"}}, "required": ["hour", "minute"],
+        "additionalProperties": False}),
     ToolSpec(name="open_app", description="Open an app by name.", parameters={
-        "type": "object", "properties": {"app": {"type": "string"}}, "required": ["app"]}),
+        "type": "object", "properties": {"app": {"type": "string"}}, "required": ["app"], "additionalProperties": False}),
 )
 GOALS = ["Wake me up at 7:30 tomorrow.", "Open the Clock app.", "Set an alarm for 6:15 please."]
 
