@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from device_farm import Device
 from planner_runtime.harness.apps import APPS
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
-from planner_runtime.harness.tools import ToolContext, ToolSet
+from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
@@ -16,15 +18,15 @@ def default_toolset() -> ToolSet:
     return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), Finish()])
 
 
-def with_skills(base: ToolSet, chosen: list[Skill]) -> ToolSet:
-    """``base`` with the composites of ``chosen`` added before ``finish``."""
+def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:
+    """``base`` with the composites of ``chosen`` and the ``extra`` tools added before ``finish``."""
     tools = [base[name] for name in base.names() if name != "finish"]
-    tools += [CompositeTool(skill, base) for skill in chosen if skill.composite]
+    tools += [CompositeTool(skill, base) for skill in chosen if skill.composite] + list(extra)
     return ToolSet(tools + ([base["finish"]] if "finish" in base else []))
 
 
 def toolset_for(
-    goal: str, device: Device, skills: list[Skill] | None = None, gate: SafetyGate | None = None
+    goal: str, device: Device, skills: list[Skill] | None = None, gate: SafetyGate | None = None, extra: Sequence[Tool] = ()
 ) -> tuple[ToolSet, ToolContext, str]:
     """Tools, a tool context and the skills prompt for ``goal`` on ``device``: skills are chosen
     by relevance among those whose tools are offered and whose apps are installed. Without a
@@ -33,4 +35,4 @@ def toolset_for(
     installed = ctx.installed()
     apps = [a.name for a in APPS if any(p in installed for p in a.packages)]
     chosen = select(load_skills() if skills is None else skills, goal, tools=base.names(), apps=apps)
-    return with_skills(base, chosen), ctx, skills_prompt(chosen)
+    return with_skills(base, chosen, extra), ctx, skills_prompt(chosen)
