@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import shlex
 import socket
+import time
 from typing import Any, Sequence
 
 import adbutils
 
 from device_farm import DeviceInfo, ShellResult
-from device_farm.adbhost import AdbHost
+from device_farm.adbhost import AdbHost, host_query
 from device_farm.errors import DeviceOffline, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
 from device_farm.u2rpc import HttpOverStream, JsonRpcClient
@@ -25,15 +26,13 @@ from device_farm.u2rpc import HttpOverStream, JsonRpcClient
 log = logging.getLogger(__name__)
 
 UI_SERVER_PORT = 9008
+JAR_PATH = "/data/local/tmp/u2.jar"
 
 
 def list_serials(adb_host: str = "127.0.0.1", adb_port: int = 5037) -> list[str]:
     """Serials of the devices the adb server lists as ready (state ``device``)."""
-    client = adbutils.AdbClient(host=adb_host, port=adb_port, socket_timeout=5)
-    try:
-        return [d.serial for d in client.list() if d.state == "device"]
-    except adbutils.AdbError as exc:
-        raise DeviceOffline(f"adb server {adb_host}:{adb_port} unreachable: {exc}") from exc
+    listing = host_query(adb_host, adb_port, "host:devices")
+    return [parts[0] for parts in (line.split("\t") for line in listing.splitlines()) if len(parts) == 2 and parts[1] == "device"]
 
 
 class AdbDevice:
@@ -49,18 +48,16 @@ class AdbDevice:
         self._http: HttpOverStream | None = None
         self._rpc: JsonRpcClient | None = None
         self._u2_server: Any = None  # keeps uiautomator2's launcher (and its shell stream) alive
+        self._u2_process: Any = None  # a server this device relaunched after a crash
 
     # -- lifecycle -------------------------------------------------------------------------
     def connect(self) -> None:
-        client = adbutils.AdbClient(host=self.adb_host, port=self.adb_port, socket_timeout=20)
-        dev = client.device(self.serial)
-        try:
-            state = dev.get_state()
-        except adbutils.AdbError as exc:
-            raise DeviceOffline(f"{self.serial}: {exc}") from exc
+        # A raw host query: adbutils' client would start a server on 5037 if this one is down.
+        state = host_query(self.adb_host, self.adb_port, f"host-serial:{self.serial}:get-state").strip()
         if state != "device":
             raise DeviceOffline(f"{self.serial} is {state}, not ready")
-        self._dev = dev
+        client = adbutils.AdbClient(host=self.adb_host, port=self.adb_port, socket_timeout=20)
+        self._dev = client.device(self.serial)  # for uiautomator2's setup and recovery only
         self._http = HttpOverStream(self._open_ui_socket)
         self._rpc = JsonRpcClient(self._http)
         if not self._rpc.ping():
@@ -80,7 +77,53 @@ class AdbDevice:
         if not self.rpc.ping():
             raise UiServerDown(f"{self.serial}: uiautomator2 server does not answer /ping")
 
+    def ui_call(self, method: str, *params: Any) -> Any:
+        """A uiautomator JSON-RPC call; when the server is down, restart it once and retry."""
+        try:
+            return self.rpc.call(method, *params)
+        except UiServerDown as exc:
+            log.warning("%s: uiautomator server down (%s); restarting it once", self.serial, exc)
+            self._restart_ui_server()
+            return self.rpc.call(method, *params)
+
+    def _restart_ui_server(self, timeout: float = 20.0) -> None:
+        """Launch a fresh server process, as uiautomator2's own client does after a crash."""
+        from uiautomator2.core import launch_uiautomator  # heavy import, only for recovery
+
+        self._ensure_jar()
+        if self._u2_process is not None:
+            self._u2_process.kill()
+        self.rpc.close()
+        self._u2_process = launch_uiautomator(self._adb, self.ui_port)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.rpc.call("deviceInfo", timeout=2.0)
+                return
+            except UiServerDown:
+                if self._u2_process.pool() is not None:
+                    break  # the launched process ended: it will not come up
+                time.sleep(0.3)
+        raise UiServerDown(f"{self.serial}: the uiautomator server did not come back after a restart")
+
+    def _ensure_jar(self) -> None:
+        """Push uiautomator2's server jar when the device lacks it or holds another build."""
+        import hashlib
+
+        from uiautomator2.utils import with_package_resource
+
+        with with_package_resource("assets/u2.jar") as jar:
+            digest = hashlib.md5(jar.read_bytes()).hexdigest()
+            if digest not in self.shell(["toybox", "md5sum", JAR_PATH]).output:
+                try:
+                    self._adb.sync.push(str(jar), JAR_PATH)
+                except (adbutils.AdbError, OSError) as exc:
+                    raise UiServerDown(f"{self.serial}: cannot push the uiautomator2 server jar: {exc}") from exc
+
     def close(self) -> None:
+        if self._u2_process is not None:
+            self._u2_process.kill()
+            self._u2_process = None
         if self._http is not None:
             self._http.close()
         self._http = self._rpc = self._dev = None
@@ -117,7 +160,7 @@ class AdbDevice:
         return ShellResult(command=text, output=(out + err).decode("utf-8", "replace"), exit_code=code)
 
     def info(self) -> DeviceInfo:
-        data = self.rpc.call("deviceInfo")
+        data = self.ui_call("deviceInfo")
         return DeviceInfo(
             serial=self.serial,
             model=str(data.get("productName", "")),
@@ -127,13 +170,13 @@ class AdbDevice:
         )
 
     def dump_hierarchy(self) -> str:
-        return self.rpc.call("dumpWindowHierarchy", False, 50)
+        return self.ui_call("dumpWindowHierarchy", False, 50)
 
     def observe(self) -> Screen:
         return parse_hierarchy(self.dump_hierarchy())
 
     def click(self, x: int, y: int) -> None:
-        self.rpc.call("click", int(x), int(y))
+        self.ui_call("click", int(x), int(y))
 
     def set_text(self, selector: dict, text: str) -> None:
         """Replace the text of the element matching ``selector`` (a uiautomator selector dict).
@@ -141,7 +184,7 @@ class AdbDevice:
         The text travels as JSON to the UI server, never through the device's shell, so quotes,
         metacharacters, newlines and emoji arrive exactly as given.
         """
-        self.rpc.call("setText", selector, text)
+        self.ui_call("setText", selector, text)
 
     def press(self, key: str) -> None:
-        self.rpc.call("pressKey", key)
+        self.ui_call("pressKey", key)

@@ -44,6 +44,21 @@ def _request(sock: socket.socket, payload: str) -> None:
     raise DeviceOffline(f"unexpected adb server reply {status!r}")
 
 
+def host_query(host: str, port: int, service: str, timeout: float = 5.0) -> str:
+    """One adb host-service request answered with a string block (``host:devices-l``,
+    ``host-serial:<serial>:get-state``, ``host:connect:<addr>``...)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            _request(sock, service)
+            return _recv_exact(sock, int(_recv_exact(sock, 4), 16)).decode("utf-8", "replace")
+    except socket.timeout as exc:
+        raise DeviceTimeout(f"adb server {host}:{port}: {service} timed out") from exc
+    except AdbHostError as exc:
+        raise AdbHostError(f"adb server {host}:{port}: {exc}") from exc
+    except OSError as exc:
+        raise DeviceOffline(f"adb server {host}:{port} unreachable: {exc}") from exc
+
+
 class AdbHost:
     """Opens device services through one adb server for one device serial."""
 

@@ -10,47 +10,18 @@ phones behind a private adb server and is otherwise the same source.
 from __future__ import annotations
 
 import re
-import socket
 import time
 from pathlib import Path
 
 from device_farm import ShellResult
 from device_farm.adb import UI_SERVER_PORT, AdbDevice
-from device_farm.adbhost import AdbHost
+from device_farm.adbhost import AdbHost, host_query
 from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout
 from device_farm.health import DeviceHealth, HealthPolicy, probe_over_shell
 from device_farm.sources import READY, DeviceCandidate
 from device_farm.u2rpc import HttpOverStream, JsonRpcClient
 
 _NETWORK_SERIAL = re.compile(r"^[\w.\-\[\]:]+:\d+$")
-
-
-def host_query(host: str, port: int, service: str, timeout: float = 5.0) -> str:
-    """One adb host-service request answered with a string block (``host:devices-l``...)."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            data = service.encode()
-            sock.sendall(b"%04x" % len(data) + data)
-            status = _recv(sock, 4)
-            if status == b"FAIL":
-                raise DeviceOffline(f"adb server {host}:{port}: {_recv(sock, int(_recv(sock, 4), 16)).decode()}")
-            if status != b"OKAY":
-                raise DeviceOffline(f"adb server {host}:{port} answered {status!r}")
-            return _recv(sock, int(_recv(sock, 4), 16)).decode("utf-8", "replace")
-    except socket.timeout as exc:
-        raise DeviceTimeout(f"adb server {host}:{port}: {service} timed out") from exc
-    except OSError as exc:
-        raise DeviceOffline(f"adb server {host}:{port} unreachable: {exc}") from exc
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise DeviceOffline("adb server closed the connection")
-        buf += chunk
-    return buf
 
 
 class _ShellOnly:

@@ -153,10 +153,14 @@ class JsonRpcClient:
         self._http = http
         self._ids = itertools.count(1)
 
+    def close(self) -> None:
+        """Drop the kept-alive stream; the next call opens a new one."""
+        self._http.close()
+
     def ping(self, timeout: float = 3.0) -> bool:
         try:
             status, body = self._http.request("GET", "/ping", timeout=timeout)
-        except (OSError, ConnectionError, DeviceOffline):
+        except (OSError, ConnectionError, DeviceOffline, DeviceTimeout):
             return False
         return status == 200 and body.strip() == b"pong"
 

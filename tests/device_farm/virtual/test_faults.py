@@ -10,7 +10,7 @@ import pytest
 import uiautomator2 as u2
 
 from device_farm.adb import AdbDevice
-from device_farm.errors import DeviceOffline, DeviceTimeout, UiServerDown
+from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout, UiServerDown
 from device_farm.virtual import faults as F
 
 CLOCK = "com.google.android.deskclock"
@@ -88,8 +88,25 @@ def test_uiautomator_crash_is_ui_server_down_for_adb_device(virtual_phone, devic
     device.info()
     virtual_phone.phone.inject(F.UiAutomatorCrash())
     with pytest.raises(UiServerDown, match="UiAutomation not connected"):
-        device.dump_hierarchy()
+        device.rpc.call("dumpWindowHierarchy", False, 50)  # the raw call sees the crash
     assert device.shell("echo shell still fine").ok
+
+
+@pytest.mark.parametrize("mode", ["not_connected", "dead"])
+def test_adb_device_restarts_a_crashed_uiautomator_once(virtual_phone, device, mode):
+    device.info()
+    virtual_phone.phone.inject(F.UiAutomatorCrash(mode=mode))
+    assert "<hierarchy" in device.dump_hierarchy()  # restarted (jar pushed, app_process) and retried
+    assert device.info().width == 1080
+    device.close()
+
+
+def test_adb_device_gives_up_when_the_restart_does_not_help(virtual_phone, device):
+    device.info()
+    virtual_phone.phone.inject(F.UiAutomatorCrash(mode="dead"))
+    device.shell(["mkdir", "-p", "/data/local/tmp/u2.jar"])  # a directory where the jar must go: the push fails
+    with pytest.raises(DeviceError):
+        device.dump_hierarchy()
 
 
 def test_uiautomator2_recovers_by_relaunching_its_server(phone_factory):
