@@ -28,6 +28,9 @@ skills_app = typer.Typer(help="Skills: how to use the tools (skills/<name>/SKILL
 app.add_typer(skills_app, name="skills")
 export_app = typer.Typer(help="Export trajectories for training.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
+from planner_runtime.memory_cli import memory_app, run_memory  # noqa: E402 - the memory sub-app
+
+app.add_typer(memory_app, name="memory")
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -104,6 +107,8 @@ def run(
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the trajectory as JSON at the end."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Memory profile to recall from and write to (default: 'default'; a task run without it gets a scratch memory)."),
+    no_memory: bool = typer.Option(False, "--no-memory", help="Do not read or write the memory profile."),
 ) -> None:
     """Run the assistant on a phone (the built-in virtual phone when none is attached)."""
     from planner_runtime.runner import open_device, run_goal
@@ -123,7 +128,7 @@ def run(
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         brain = _make_planner(planner or settings.planner, model, script)
         host, port = parse_host_port(adb or settings.adb)
-        with TrajectoryStore(store or settings.store_path) as db:
+        with TrajectoryStore(store or settings.store_path) as db, run_memory(settings.home, profile, no_memory, spec is not None) as memory:
             with open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]")) as (device, ref, source):
                 console.print(f"[bold]goal:[/bold] {goal_text}   [dim]device {ref.serial} ({ref.model}), planner {brain.name}[/dim]")
                 traj = run_goal(
@@ -137,6 +142,7 @@ def run(
                     max_steps=max_steps or (None if spec else settings.max_steps),
                     on_step=_print_step,
                     gate=_safety_gate(policy),
+                    memory=memory,
                 )
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
@@ -179,13 +185,16 @@ def devices(
     adb: Optional[list[str]] = typer.Option(None, "--adb", help="An adb server host:port (repeat for several; default: the configured one)."),
     virtual: int = typer.Option(0, "--virtual", help="Also start this many built-in virtual phones."),
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The pool's lock and fault records (default: shared on this host)."),
+    appium: Optional[list[str]] = typer.Option(None, "--appium", help="An Appium server URL (repeat for several; capabilities from PLANNER_AGENT_APPIUM_CAPS)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every device with its health, holder and fault counts."""
     from planner_runtime.devices_view import devices_json, devices_table, pool_from_options
 
-    addresses = adb or ([] if virtual else [Settings.from_env().adb])
-    pool = pool_from_options(addresses, virtual, state_dir)
+    settings = Settings.from_env()
+    addresses = adb or ([] if virtual or appium else [settings.adb])
+    urls = appium or ([settings.appium_url] if settings.appium_url and not adb else [])
+    pool = pool_from_options(addresses, virtual, state_dir, [(url, settings.appium_caps) for url in urls])
     try:
         with pool:
             rows = pool.status()

@@ -14,13 +14,21 @@ from typing import Any, Sequence
 from rich.table import Table
 
 from device_farm.adbsource import AdbSource, VirtualSource
+from device_farm.appium_source import AppiumSource
 from device_farm.pool import DevicePool, DeviceStatus
 from device_farm.sources import DeviceSource
 
 
-def pool_from_options(adb: Sequence[str], virtual: int = 0, state_dir: Path | None = None) -> DevicePool:
-    """A pool over the adb servers at ``adb`` (``host:port`` each) and ``virtual`` built-in phones."""
+def pool_from_options(
+    adb: Sequence[str],
+    virtual: int = 0,
+    state_dir: Path | None = None,
+    appium: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> DevicePool:
+    """A pool over the adb servers at ``adb`` (``host:port`` each), Appium endpoints
+    (``(url, capabilities)``) and ``virtual`` built-in phones."""
     sources: list[DeviceSource] = [AdbSource(address) for address in adb]
+    sources += [AppiumSource(url, caps) for url, caps in appium]
     if virtual:
         sources.append(VirtualSource(virtual))
     return DevicePool(sources, state_dir=state_dir)
