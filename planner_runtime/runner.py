@@ -13,12 +13,14 @@ from typing import Callable, Iterator
 
 from device_farm.adb import AdbDevice, list_serials
 from device_farm.adbserver import AdbServer
-from planner_runtime.contract import DeviceRef, Source, Step, Trajectory
+from planner_runtime.contract import DeviceRef, Source, Step, Trajectory, new_id
+from planner_runtime.harness.memory import MemoryStore, episode_context, record_episode, scratch_store
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
 from planner_runtime.harness.toolbox import toolset_for
+from planner_runtime.harness.tools.memory import memory_tools
 from planner_runtime.planners import Planner
-from planner_runtime.tasks.seeding import seed
+from planner_runtime.tasks.seeding import seed, seeds_memory
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.tasks.verifiers import verify
 from planner_runtime.trajectories import TrajectoryStore
@@ -71,31 +73,45 @@ def run_goal(
     max_steps: int | None = None,
     on_step: Callable[[Step], None] | None = None,
     gate: SafetyGate | None = None,
+    memory: MemoryStore | None = None,
 ) -> Trajectory:
     """Run one episode; seed before and verify after when ``task`` is given.
 
     ``max_steps`` overrides the task's own limit; without either the default is 12.
+    With ``memory`` (a user's profile, open), what it knows that bears on the goal and the due
+    reminders are appended to the system prompt, the memory tools are offered, and a summary of
+    the episode is written to it at the end. A task that seeds memories and is given none runs
+    on a scratch store, so running a task never changes a real profile.
     """
-    if task is not None:
-        seed(task, device)
-        device.press("home")
-    tools, ctx, skills_text = toolset_for(goal, device, gate=gate)
-    episode = Episode(
-        goal=goal,
-        planner=planner,
-        tools=tools,
-        ctx=ctx,
-        system_prompt=SYSTEM_PROMPT + ("\n\n" + skills_text if skills_text else ""),
-        store=store,
-        device=device_ref,
-        source=source,
-        task_id=task.id if task else None,
-        limits=EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12)),
-        on_step=on_step,
-    )
-    trajectory = episode.run()
-    if task is not None:
-        verdict = verify(task, device, trajectory)
-        store.set_verdict(trajectory.id, verdict)
-        trajectory = store.get(trajectory.id)
+    with ExitStack() as stack:
+        if memory is None and task is not None and seeds_memory(task):
+            memory = stack.enter_context(scratch_store())
+        if task is not None:
+            seed(task, device, memory)
+            device.press("home")
+        trajectory_id = new_id("traj_")
+        extra = memory_tools(memory, trajectory_id) if memory is not None else []
+        tools, ctx, skills_text = toolset_for(goal, device, gate=gate, extra=extra)
+        known = episode_context(memory, goal) if memory is not None else ""
+        episode = Episode(
+            goal=goal,
+            planner=planner,
+            tools=tools,
+            ctx=ctx,
+            system_prompt=SYSTEM_PROMPT + "".join("\n\n" + part for part in (skills_text, known) if part),
+            store=store,
+            device=device_ref,
+            source=source,
+            task_id=task.id if task else None,
+            limits=EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12)),
+            on_step=on_step,
+            trajectory_id=trajectory_id,
+        )
+        trajectory = episode.run()
+        if task is not None:
+            verdict = verify(task, device, trajectory)
+            store.set_verdict(trajectory.id, verdict)
+            trajectory = store.get(trajectory.id)
+        if memory is not None:
+            record_episode(memory, trajectory)
     return trajectory

@@ -48,6 +48,21 @@ class ContentInsert(SpecModel):
     values: dict[str, str | int | float | bool | None]
 
 
+class MemorySeed(SpecModel):
+    """A memory the user's profile holds before the episode (text and trigger are templates)."""
+
+    kind: str = Field(default="preference", pattern=r"^(preference|fact|episodic|intent)$")
+    text: str = Field(min_length=1)
+    trigger: str | None = None  # intents: app:NAME, time:ISO, place:NAME or event:NAME
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _trigger_iff_intent(self) -> MemorySeed:
+        if (self.kind == "intent") != (self.trigger is not None):
+            raise ValueError("an intent needs a trigger (KIND:VALUE), and only an intent has one")
+        return self
+
+
 class _OneOf(SpecModel):
     """A list item that is exactly one of several single-key kinds."""
 
@@ -67,6 +82,7 @@ class _OneOf(SpecModel):
 class SetupAction(_OneOf):
     content_insert: ContentInsert | None = None
     content_delete: ContentRows | None = None
+    memory: MemorySeed | None = None
 
 
 class CheckSpec(_OneOf):

