@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
 from device_farm.adbserver import free_port
 from planner_runtime.contract import TrajectoryStatus
+from planner_runtime.tasks.spec import builtin_suite
 from planner_runtime.trajectories import TrajectoryStore
 
 
+_HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")  # memory profiles: never the user's own
+
+
 def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PLANNER_AGENT_HOME": os.environ.get("PLANNER_AGENT_HOME", _HOME)}
     return subprocess.run(
-        [sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
     )
 
 
@@ -154,4 +161,5 @@ def test_tasks_audit_flags_a_task_that_passes_without_acting(tmp_path):
 def test_builtin_suite_passes_the_audit(tmp_path):
     res = cli("tasks", "audit", "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "4 tasks audited, 0 flagged" in " ".join(res.stdout.split())
+    count = len(builtin_suite().tasks)
+    assert f"{count} tasks audited, 0 flagged" in " ".join(res.stdout.split())

@@ -8,8 +8,10 @@ from planner_runtime.tasks.spec import builtin_suite, load_suite
 
 def test_builtin_suite_has_the_skeleton_tasks():
     suite = builtin_suite()
-    assert {t.id for t in suite.tasks} == {"clock.set_alarm", "contacts.add_contact", "clock.disable_alarm_gui", "contacts.lookup_number"}
-    assert {t.category.value for t in suite.tasks} == {"tool", "skills"}
+    assert {t.id for t in suite.tasks} >= {
+        "clock.set_alarm", "contacts.add_contact", "clock.disable_alarm_gui", "contacts.lookup_number", "memory.usual_wake_alarm"
+    }
+    assert {t.category.value for t in suite.tasks} >= {"tool", "skills", "memory"}
     assert builtin_suite().tasks[0].rendered_goal() == "Set an alarm for 7:30"
 
 
@@ -77,3 +79,13 @@ def test_duplicate_ids_are_rejected(tmp_path):
     with pytest.raises(TaskSpecError) as info:
         load_suite(path)
     assert "duplicate" in info.value.message and info.value.line == 8
+
+
+def test_memory_setup_loads_and_an_intent_without_trigger_names_its_line(tmp_path):
+    good = GOOD.replace("    domain: clock\n", "    domain: clock\n    setup:\n      - memory: {kind: preference, text: 'I wake at {hour}'}\n")
+    task = load_suite(_write(tmp_path, good)).tasks[0]
+    assert task.setup[0].memory.kind == "preference" and task.render(task.setup[0].memory.text) == "I wake at 7"
+    bad = good.replace("{kind: preference,", "{kind: intent,")
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(_write(tmp_path, bad))
+    assert info.value.line == 7 and "trigger" in info.value.message
