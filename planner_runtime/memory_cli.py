@@ -136,8 +136,10 @@ def memory_add(
             trigger=Trigger.parse(trigger) if trigger else None,
             expires_at=expires,
         )
-    except (ValueError, ValidationError) as exc:
-        raise _fail(str(exc).splitlines()[-1 if isinstance(exc, ValidationError) else 0].strip()) from exc
+    except ValidationError as exc:
+        raise _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from exc
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
     try:
         with _store(profile) as store:
             store.add(memory)

@@ -1,0 +1,89 @@
+"""``planner-agent memory ...`` and ``run --profile``, run as a user runs them (subprocesses),
+each with its own PLANNER_AGENT_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from device_farm.adbserver import free_port
+
+
+@pytest.fixture
+def cli(tmp_path):
+    env = {**os.environ, "PLANNER_AGENT_HOME": str(tmp_path / "home")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=240, env=env)
+
+    return run
+
+
+def _json(res: subprocess.CompletedProcess[str]):
+    assert res.returncode == 0, res.stdout + res.stderr
+    return json.loads(res.stdout)
+
+
+def test_add_list_forget_export_import(cli, tmp_path):
+    wake = _json(cli("memory", "add", "I wake up at 6:45 on weekdays", "--json"))
+    assert wake["kind"] == "preference" and wake["provenance"] == "user"
+    _json(cli("memory", "add", "My sister Ada lives in London", "--kind", "fact", "--json"))
+    milk = _json(cli("memory", "add", "Buy milk", "--kind", "intent", "--trigger", "app:Messages", "--expires", "2031-01-01T00:00", "--json"))
+    assert milk["trigger"] == {"kind": "app", "value": "Messages"} and milk["expires_at"].startswith("2031-01-01")
+    assert (tmp_path / "home" / "profiles" / "default" / "memory.sqlite").exists()
+
+    assert [m["text"] for m in _json(cli("memory", "list", "--json"))] == ["Buy milk", "My sister Ada lives in London", "I wake up at 6:45 on weekdays"]
+    assert [m["kind"] for m in _json(cli("memory", "list", "--kind", "fact", "--json"))] == ["fact"]
+    ranked = _json(cli("memory", "list", "--query", "wake up alarm", "--no-embeddings", "--json"))
+    assert ranked[0]["id"] == wake["id"] and ranked[0]["score"] > 0
+    shown = cli("memory", "list")
+    assert "intent" in shown.stdout and "trigger app:Messages" in shown.stdout
+
+    out = tmp_path / "mem.jsonl"
+    assert cli("memory", "export", str(out)).returncode == 0 and len(out.read_text().splitlines()) == 3
+    res = cli("memory", "import", str(out), "--profile", "laptop")
+    assert res.returncode == 0 and "imported 3 memories into profile 'laptop' (0 already there)" in " ".join(res.stdout.split())
+    assert {m["id"] for m in _json(cli("memory", "list", "--profile", "laptop", "--json"))} == {m["id"] for m in _json(cli("memory", "list", "--json"))}
+
+    assert _json(cli("memory", "forget", wake["id"], "--json")) == {"deleted": 1}
+    assert _json(cli("memory", "forget", "--query", "sister London", "--yes", "--json")) == {"deleted": 1}
+    assert [m["text"] for m in _json(cli("memory", "list", "--json"))] == ["Buy milk"]
+    assert len(_json(cli("memory", "list", "--profile", "laptop", "--json"))) == 3  # other profiles untouched
+
+
+def test_mistakes_are_said_plainly(cli, tmp_path):
+    res = cli("memory", "add", "Buy milk", "--kind", "intent")
+    assert res.returncode == 2 and "needs a trigger" in res.stderr and "Traceback" not in res.stderr
+    res = cli("memory", "add", "x", "--kind", "mood")
+    assert res.returncode == 2 and "kinds are preference, episodic, fact, intent" in " ".join(res.stderr.split())
+    res = cli("memory", "forget", "mem_missing")
+    assert res.returncode == 1 and "not in profile" in " ".join(res.stderr.split())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "fact"}\n')
+    res = cli("memory", "import", str(bad))
+    assert res.returncode == 2 and "bad.jsonl:1" in " ".join(res.stderr.split())
+    res = cli("memory", "list", "--profile", "../x")
+    assert res.returncode == 2 and "bad profile name" in res.stderr
+
+
+def test_run_recalls_from_the_profile_and_writes_the_episode_summary(cli, tmp_path):
+    assert cli("memory", "add", "I wake up at 6:45 on weekdays", "--profile", "me").returncode == 0
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 6, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "Set for 6:45"}}]))
+    adb = f"127.0.0.1:{free_port()}"
+    res = cli("run", "Set the alarm I wake up with", "--profile", "me", "--planner", "scripted", "--script", str(script),
+              "--adb", adb, "--store", str(tmp_path / "t.sqlite"), "--json")
+    assert res.returncode == 0, res.stderr + res.stdout
+    traj = json.loads(res.stdout[res.stdout.index('{"id"'):])
+    assert "- I wake up at 6:45 on weekdays [preference]" in traj["steps"][0]["messages"][0]["content"]
+    episodes = _json(cli("memory", "list", "--profile", "me", "--kind", "episodic", "--json"))
+    assert episodes[0]["provenance"] == traj["id"] and 'asked "Set the alarm I wake up with"; finished' in episodes[0]["text"]
+
+    res = cli("run", "Set the alarm I wake up with", "--profile", "me", "--no-memory", "--planner", "scripted", "--script", str(script),
+              "--adb", adb, "--store", str(tmp_path / "t.sqlite"), "--json")
+    assert res.returncode == 0 and "What you know" not in res.stdout
+    assert len(_json(cli("memory", "list", "--profile", "me", "--kind", "episodic", "--json"))) == 1
