@@ -244,6 +244,67 @@ def serve(
 
 
 @app.command()
+def collect(
+    suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
+    task: Optional[list[str]] = typer.Option(None, "--task", help="Only these task ids (repeat the option)."),
+    devices: int = typer.Option(4, "--devices", "-n", help="Episodes in parallel (and virtual phones, without --adb/--appium)."),
+    adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several)."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model."),
+    model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
+    script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: JSON {task id: [calls]}."),
+    repeat: int = typer.Option(1, "--repeat", "-k", help="Episodes per task."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="A collection id to continue (finished items are skipped)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
+) -> None:
+    """Run a suite's tasks K times each over N devices in parallel; infra failures retried elsewhere."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner_runtime.collect import collect as run_collection
+    from planner_runtime.collect import shared
+    from planner_runtime.devices_view import pool_from_options
+    from planner_runtime.planners.scripted import ScriptedPlanner
+    from planner_runtime.tasks.spec import builtin_suite, load_suite
+    from planner_runtime.trajectories import TrajectoryStore
+
+    settings = Settings.from_env()
+    try:
+        tasks = list((load_suite(suite) if suite else builtin_suite()).tasks)
+        if task:
+            unknown = set(task) - {t.id for t in tasks}
+            if unknown:
+                raise _fail(f"no task {sorted(unknown)[0]!r}; see `planner-agent tasks list`")
+            tasks = [t for t in tasks if t.id in task]
+        backend = planner or settings.planner
+        if backend == "scripted":
+            scripts = json.loads(script.read_text()) if script else {}
+            planner_for = lambda t: ScriptedPlanner(scripts.get(t.id, []))  # noqa: E731
+        else:
+            one = shared(_make_planner(backend, model, None))
+            planner_for = lambda t: one  # noqa: E731
+        pool = pool_from_options(adb or [], 0 if adb else devices, state_dir)
+        with TrajectoryStore(store or settings.store_path) as db, pool, Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+        ) as bar:
+            row = bar.add_task("collecting", total=len(tasks) * repeat)
+
+            def show(p) -> None:  # noqa: ANN001 - collect.Progress
+                bar.update(row, completed=p.done + p.skipped,
+                           description=f"[green]{p.success} ok[/green] [red]{p.failed} failed[/red] [yellow]{p.infra} infra[/yellow]")
+
+            coll, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=devices,
+                                          repeat=repeat, collection=resume, on_change=show)
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(
+        f"collection {coll}: {counts.success} succeeded, {counts.failed} failed, {counts.infra} infra episodes retried, "
+        f"{counts.skipped} skipped (done before), {len(counts.gave_up)} given up"
+    )
+    if counts.gave_up:
+        console.print("given up after repeated infra failures: " + ", ".join(counts.gave_up))
+
+
+@app.command()
 def replay(
     trajectory_id: Optional[str] = typer.Argument(None, help="A stored trajectory id."),
     from_step: Optional[int] = typer.Option(None, "--from-step", help="Re-plan from this step with --planner (0-based)."),

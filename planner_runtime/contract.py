@@ -202,6 +202,8 @@ class Trajectory(Record):
     planner_release: str = ""
     harness_release: str = ""
     tools: tuple[ToolSpec, ...] = ()  # what the planner was offered: with Step.messages, the exact input
+    collection: str | None = None  # the `collect` run this episode belongs to
+    item: str | None = None  # its work item in that run, "<task id>#<repeat>"
     status: TrajectoryStatus = TrajectoryStatus.running
     answer: str | None = None
     steps: tuple[Step, ...] = ()

@@ -74,6 +74,8 @@ def run_goal(
     on_step: Callable[[Step], None] | None = None,
     gate: SafetyGate | None = None,
     memory: MemoryStore | None = None,
+    collection: str | None = None,
+    item: str | None = None,
 ) -> Trajectory:
     """Run one episode; seed before and verify after when ``task`` is given.
 
@@ -106,6 +108,8 @@ def run_goal(
             limits=EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12)),
             on_step=on_step,
             trajectory_id=trajectory_id,
+            collection=collection,
+            item=item,
         )
         trajectory = episode.run()
         if task is not None:

@@ -50,6 +50,8 @@ trajectories = Table(
     Column("planner_release", String, nullable=False),
     Column("harness_release", String, nullable=False, index=True),
     Column("tools", JSON),  # the tool specs offered to the planner
+    Column("collection", String, index=True),
+    Column("item", String),
     Column("status", String, nullable=False, index=True),
     Column("answer", Text),
     Column("success", Boolean, index=True),
@@ -140,6 +142,8 @@ class TrajectoryStore:
             "planner_release": traj.planner_release,
             "harness_release": traj.harness_release,
             "tools": [t.model_dump(mode="json") for t in traj.tools],
+            "collection": traj.collection,
+            "item": traj.item,
             "status": traj.status.value,
             "started_at": traj.started_at,
             "writer": _writer_id(),
@@ -220,6 +224,8 @@ class TrajectoryStore:
             planner_release=row.planner_release,
             harness_release=row.harness_release,
             tools=tuple(row.tools or ()),
+            collection=row.collection,
+            item=row.item,
             status=row.status,
             answer=row.answer,
             steps=step_list,
@@ -249,6 +255,19 @@ class TrajectoryStore:
             query = query.where(trajectories.c.success == success)
         with self.engine.connect() as conn:
             yield from conn.execute(query).scalars()
+
+
+def completed_items(store: TrajectoryStore, collection: str) -> set[str]:
+    """Items of a collection that ended with a judgement about the planner (not an infra fault
+    or an interruption), so a resumed collection does not run them again."""
+    t = trajectories
+    query = select(t.c.item).where(
+        t.c.collection == collection,
+        t.c.status.not_in(["running", "interrupted", "infra_error"]),
+        (t.c.failure_kind.is_(None)) | (t.c.failure_kind != "infra"),
+    )
+    with store.engine.connect() as conn:
+        return {item for item in conn.execute(query).scalars() if item}
 
 
 def _add_missing_columns(engine: Engine) -> None:

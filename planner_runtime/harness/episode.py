@@ -64,6 +64,8 @@ class Episode:
     device: DeviceRef
     source: Source = Source.sandbox
     task_id: str | None = None
+    collection: str | None = None
+    item: str | None = None
     limits: EpisodeLimits = EpisodeLimits()
     sampling: Sampling | None = None
     system_prompt: str = SYSTEM_PROMPT  # the harness's prompt plus, per episode, the chosen skills
@@ -115,6 +117,8 @@ class Episode:
             planner_release=self.planner.release,
             harness_release=HARNESS_RELEASE,
             tools=tuple(self.tools.specs()),
+            collection=self.collection,
+            item=self.item,
         )
         self.store.begin(header)
         self._usage = Usage()

@@ -163,3 +163,18 @@ def test_builtin_suite_passes_the_audit(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     count = len(builtin_suite().tasks)
     assert f"{count} tasks audited, 0 flagged" in " ".join(res.stdout.split())
+
+
+def test_collect_runs_in_parallel_and_resumes(tmp_path):
+    scripts = tmp_path / "scripts.json"
+    scripts.write_text(json.dumps({"clock.set_alarm": [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}},
+                                                       {"name": "finish", "arguments": {"answer": "ok"}}]}))
+    common = ["--planner", "scripted", "--script", str(scripts), "--task", "clock.set_alarm", "--task", "contacts.add_contact",
+              "-n", "2", "--store", str(tmp_path / "t.sqlite"), "--state-dir", str(tmp_path / "pool")]
+    first = cli("collect", "-k", "2", *common)
+    flat = " ".join(first.stdout.split())
+    assert first.returncode == 0, first.stderr
+    assert "2 succeeded, 2 failed, 0 infra episodes retried, 0 skipped" in flat
+    coll = re.search(r"collection (coll_\w+)", flat).group(1)
+    more = cli("collect", "-k", "3", "--resume", coll, *common)
+    assert "1 succeeded, 1 failed, 0 infra episodes retried, 4 skipped" in " ".join(more.stdout.split())

@@ -1,0 +1,144 @@
+"""Collect trajectories: a suite's tasks, repeated, run in parallel over a device pool.
+
+Each work item (``<task id>#<repeat>``) runs on whatever device the pool leases. An infra
+failure — the device dropped, the episode ended ``infra_error`` or the verdict says ``infra`` —
+is kept as a trajectory, counted against the device, and the item is retried on another device.
+Trajectories are tagged with the collection id, so an interrupted collection resumes where it
+stopped: items that already ended with a judgement about the planner are not run again.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from device_farm.errors import DeviceError
+from device_farm.pool import DevicePool
+from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
+from planner_runtime.planners import Planner
+from planner_runtime.runner import run_goal
+from planner_runtime.tasks.spec import TaskSpec
+from planner_runtime.trajectories import TrajectoryStore, completed_items
+
+
+@dataclass(frozen=True)
+class Item:
+    task: TaskSpec
+    repeat: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.task.id}#{self.repeat}"
+
+
+@dataclass
+class Progress:
+    """Live counts; ``changed`` is called (from worker threads) after every episode."""
+
+    total: int = 0
+    skipped: int = 0
+    success: int = 0
+    failed: int = 0
+    infra: int = 0  # infra episodes, each retried or given up
+    gave_up: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def done(self) -> int:
+        return self.success + self.failed + len(self.gave_up)
+
+
+def _is_infra(traj: Trajectory) -> bool:
+    return traj.status is TrajectoryStatus.infra_error or (
+        traj.verdict is not None and traj.verdict.failure_kind is FailureKind.infra
+    )
+
+
+class _Shared:
+    """One planner for every worker, one turn at a time (a local model is not thread-safe)."""
+
+    def __init__(self, planner: Planner) -> None:
+        self._planner, self._lock = planner, threading.Lock()
+        self.name, self.release = planner.name, planner.release
+
+    def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - Planner.plan
+        with self._lock:
+            return self._planner.plan(*args, **kwargs)
+
+
+def collect(
+    tasks: Sequence[TaskSpec],
+    *,
+    pool: DevicePool,
+    store: TrajectoryStore,
+    planner_for: Callable[[TaskSpec], Planner],
+    workers: int,
+    repeat: int = 1,
+    collection: str | None = None,
+    max_attempts: int = 3,
+    lease_timeout: float = 120.0,
+    on_change: Callable[[Progress], None] | None = None,
+) -> tuple[str, Progress]:
+    """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts)."""
+    collection = collection or new_id("coll_")
+    done = completed_items(store, collection)
+    items = [Item(t, r) for r in range(repeat) for t in tasks]
+    progress = Progress(total=len(items))
+    work: queue.Queue[tuple[Item, int]] = queue.Queue()
+    for item in items:
+        if item.key in done:
+            progress.skipped += 1
+        else:
+            work.put((item, 1))
+
+    def settle(item: Item, attempt: int, infra: bool, success: bool) -> None:
+        with progress.lock:
+            if infra:
+                progress.infra += 1
+                if attempt < max_attempts:
+                    work.put((item, attempt + 1))
+                else:
+                    progress.gave_up.append(item.key)
+            elif success:
+                progress.success += 1
+            else:
+                progress.failed += 1
+        if on_change is not None:
+            on_change(progress)
+
+    def worker(index: int) -> None:
+        while True:
+            try:
+                item, attempt = work.get(timeout=0.2)
+            except queue.Empty:
+                with progress.lock:
+                    if progress.done + progress.skipped >= progress.total:
+                        return
+                continue
+            lease = pool.lease(timeout=lease_timeout, holder=f"collect {collection} worker {index}")
+            try:
+                with lease as device:
+                    ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
+                    source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
+                    traj = run_goal(item.task.rendered_goal(), device=device, device_ref=ref, source=source,
+                                    planner=planner_for(item.task), store=store, task=item.task,
+                                    collection=collection, item=item.key)
+                    if _is_infra(traj):  # the episode kept its trajectory; the device takes the fault
+                        lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))
+                settle(item, attempt, _is_infra(traj), bool(traj.verdict and traj.verdict.success))
+            except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)
+                settle(item, attempt, exc.infra, False)
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return collection, progress
+
+
+def shared(planner: Planner) -> Planner:
+    """``planner`` made safe to call from every worker (one turn at a time)."""
+    return _Shared(planner)  # type: ignore[return-value]

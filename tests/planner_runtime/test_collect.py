@@ -1,0 +1,79 @@
+"""Collection over a pool of virtual phones: parallel, infra failures retried elsewhere, resumable."""
+
+from __future__ import annotations
+
+import pytest
+
+from device_farm.adbsource import VirtualSource
+from device_farm.pool import DevicePool
+from planner_runtime.collect import collect
+from planner_runtime.contract import TrajectoryStatus
+from planner_runtime.planners.scripted import ScriptedPlanner
+from planner_runtime.tasks.spec import builtin_suite
+
+SCRIPTS = {
+    "clock.set_alarm": [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}],
+    "contacts.add_contact": [{"name": "add_contact", "arguments": {"name": "Ada Lovelace", "phone": "+1 555 0100"}}],
+    "clock.disable_alarm_gui": [{"name": "skill_clock_alarm_off", "arguments": {"time": "6:15"}}],
+    "contacts.lookup_number": [{"name": "skill_contacts_lookup", "arguments": {"name": "Grace Hopper"}}],
+}
+ANSWERS = {"contacts.lookup_number": "+1 555 0199"}
+TASKS = [t for t in builtin_suite().tasks if t.id in SCRIPTS]
+
+
+def solver(task):
+    finish = {"name": "finish", "arguments": {"answer": ANSWERS.get(task.id, "done")}}
+    return ScriptedPlanner(SCRIPTS[task.id] + [finish])
+
+
+@pytest.fixture
+def pool(tmp_path):
+    with DevicePool([VirtualSource(3)], state_dir=tmp_path / "pool") as p:
+        yield p
+
+
+def _trajectories(store, collection):
+    return [store.get(i) for i in store.ids() if store.get(i).collection == collection]
+
+
+def test_collects_every_item_in_parallel_and_resumes(pool, store):
+    seen = []
+    coll, progress = collect(TASKS, pool=pool, store=store, planner_for=solver, workers=3, repeat=2,
+                             on_change=lambda p: seen.append(p.done))
+    assert (progress.total, progress.success, progress.failed, progress.infra) == (8, 8, 0, 0)
+    trajs = _trajectories(store, coll)
+    assert sorted(t.item for t in trajs) == sorted(f"{t.id}#{r}" for t in TASKS for r in range(2))
+    assert len({t.device.serial for t in trajs}) > 1  # spread over the pool
+    assert seen[-1] == 8
+
+    again, more = collect(TASKS, pool=pool, store=store, planner_for=solver, workers=3, repeat=3, collection=coll)
+    assert again == coll and (more.skipped, more.success) == (8, 4)
+    assert len(_trajectories(store, coll)) == 12
+
+
+def test_an_infra_failure_is_kept_and_the_item_retried_on_a_device(pool, store):
+    phones = pool.sources[0].phones
+    dropped = []
+
+    class DropsTheCable(ScriptedPlanner):
+        def plan(self, messages, tools, *, sampling=None):
+            if not dropped:  # pull the cable of the phone this episode runs on
+                held = next(row.candidate.serial for row in pool.status() if row.holder is not None)
+                phone = next(p for p in phones if held.endswith(f":{p.port}"))
+                dropped.append(phone.serial)
+                phone.disconnect_host()
+            return super().plan(messages, tools, sampling=sampling)
+
+    first = TASKS[0]
+
+    def planner_for(task):
+        if task.id == first.id and not dropped:
+            return DropsTheCable(SCRIPTS[task.id] + [{"name": "finish", "arguments": {"answer": "ok"}}])
+        return solver(task)
+
+    coll, progress = collect(TASKS, pool=pool, store=store, planner_for=planner_for, workers=1, repeat=1)
+    assert progress.infra == 1 and progress.success == len(TASKS) and not progress.gave_up
+    trajs = _trajectories(store, coll)
+    kept = [t for t in trajs if t.status is TrajectoryStatus.infra_error]
+    assert len(trajs) == len(TASKS) + 1 and [t.item for t in kept] == [f"{first.id}#0"]
+    assert kept[0].verdict.failure_kind == "infra"
