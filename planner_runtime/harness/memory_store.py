@@ -34,7 +34,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import Engine, Row
+from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.sql.selectable import TextualSelect
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -42,7 +42,7 @@ from planner_runtime.contract import utcnow
 from planner_runtime.errors import StoreError
 from planner_runtime.harness.memory_embeddings import Embedder, default_embedder
 from planner_runtime.harness.memory_records import Hit, Memory, MemoryKind, Trigger, TriggerKind
-from planner_runtime.harness.memory_retrieval import VectorIndex, final_score, fts_query
+from planner_runtime.harness.memory_retrieval import VectorIndex, final_score, fts_query, match_expr, query_terms
 from planner_runtime.trajectories import _aware, _sqlite_pragmas
 
 metadata = MetaData()
@@ -90,6 +90,9 @@ _FTS_DDL = (
 )
 
 CANDIDATES = 50  # taken from each of FTS5 and the vector index before the final ranking
+COMMON_ROWS = 2000  # a word in this many rows is too common to score every match of
+RECENT_SCAN = 1000  # with only common words, the newest matches scored
+_COUNT_CAPPED = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
 
 
 def _row_to_memory(row: Row) -> Memory:
@@ -127,15 +130,9 @@ def _memory_to_row(memory: Memory) -> dict:
 _COLUMNS = [c for c in memories.columns if c.name not in ("embedding", "embedding_model")]
 
 
-def _fts_rows(expr: str, *, scored: bool = False, limit: int | None = None) -> TextualSelect:
-    """Rows matching an FTS5 expression: their seq, and with ``scored`` their BM25 (lower is
-    better, as FTS5 gives it), best first."""
-    if not scored:
-        return text("SELECT rowid AS seq FROM memories_fts WHERE memories_fts MATCH :expr").bindparams(expr=expr).columns(column("seq", Integer))
-    sql = "SELECT rowid AS seq, bm25(memories_fts) AS bm25 FROM memories_fts WHERE memories_fts MATCH :expr ORDER BY bm25"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    return text(sql).bindparams(expr=expr).columns(column("seq", Integer), column("bm25", Float))
+def _fts_rows(expr: str) -> TextualSelect:
+    """The seqs of the rows matching an FTS5 expression."""
+    return text("SELECT rowid AS seq FROM memories_fts WHERE memories_fts MATCH :expr").bindparams(expr=expr).columns(column("seq", Integer))
 
 
 class MemoryStore:
@@ -284,11 +281,8 @@ class MemoryStore:
         time is set to now unless ``touch`` is False."""
         now = now or utcnow()
         wanted = {MemoryKind(x) for x in kinds} if kinds is not None else None
-        lexical: dict[int, float] = {}
-        expr = fts_query(query)
-        if expr is not None:
-            with self.engine.connect() as conn:
-                lexical = {r.seq: -r.bm25 for r in conn.execute(_fts_rows(expr, scored=True, limit=CANDIDATES * 4))}
+        with self.engine.connect() as conn:
+            lexical = self._lexical(conn, query, wanted)
         semantic: dict[int, float] = {}
         index = self.vector_index() if self.embedder is not None else None
         qvec = None
@@ -304,21 +298,46 @@ class MemoryStore:
         with self.engine.connect() as conn:
             rows = conn.execute(stmt).all()
         best_lexical = max(lexical.values(), default=0.0) or 1.0
-        hits = []
-        for row in rows:
-            memory = _row_to_memory(row)
-            if memory.expired(now):
+        scored = []
+        for row in rows:  # scored from the columns; records are built only for the hits
+            if row.expires_at is not None and _aware(row.expires_at) <= now:
                 continue
             lex = max(lexical.get(row.seq, 0.0), 0.0) / best_lexical
             sem = semantic[row.seq] if row.seq in semantic else (index.similarity(row.seq, qvec) if qvec is not None else 0.0)
-            score = final_score(memory, lex, sem, with_embeddings=qvec is not None, now=now)
+            last = _aware(row.last_used_at or row.created_at)
+            score = final_score(MemoryKind(row.kind), row.confidence, last, lex, sem, with_embeddings=qvec is not None, now=now)
             if score >= min_score and score > 0:
-                hits.append(Hit(memory=memory, score=round(score, 6), lexical=round(lex, 6), semantic=round(sem, 6)))
-        hits.sort(key=lambda h: (-h.score, h.memory.id))
-        hits = hits[:k]
+                scored.append((-score, row.id, row, lex, sem))
+        scored.sort(key=lambda item: item[:2])
+        hits = [Hit(memory=_row_to_memory(row), score=round(-neg, 6), lexical=round(lex, 6), semantic=round(sem, 6)) for neg, _, row, lex, sem in scored[:k]]
         if touch:
             self.touch([h.memory.id for h in hits], now)
         return hits
+
+    def _lexical(self, conn: Connection, query: str, wanted: set[MemoryKind] | None) -> dict[int, float]:
+        """FTS5 candidates as {seq: BM25 (higher is better)}. Scoring every row a common word
+        matches would cost milliseconds per thousand rows, so in a large store words found in
+        COMMON_ROWS rows or more are left out when a rarer word is there to rank by, and when
+        none is, only the newest RECENT_SCAN matches are scored."""
+        terms = query_terms(query)
+        if not terms:
+            return {}
+        newest_only = False
+        if (conn.exec_driver_sql("SELECT max(seq) FROM memories").scalar() or 0) > COMMON_ROWS:
+            counts = {t: conn.exec_driver_sql(_COUNT_CAPPED, (match_expr([t]), COMMON_ROWS)).scalar_one() for t in terms}
+            rare = [t for t in terms if 0 < counts[t] < COMMON_ROWS]
+            terms, newest_only = (rare, False) if rare else ([t for t in terms if counts[t]], True)
+            if not terms:
+                return {}
+        inner = "SELECT rowid AS seq, bm25(memories_fts) AS bm25 FROM memories_fts WHERE memories_fts MATCH ?"
+        if newest_only:
+            inner += f" ORDER BY rowid DESC LIMIT {RECENT_SCAN}"
+        where, params = "", [match_expr(terms)]
+        if wanted is not None:
+            where = f" WHERE m.kind IN ({', '.join('?' for _ in wanted)})"
+            params += [k.value for k in wanted]
+        sql = f"SELECT f.seq, f.bm25 FROM ({inner}) AS f JOIN memories AS m ON m.seq = f.seq{where} ORDER BY f.bm25 LIMIT {CANDIDATES}"
+        return {seq: -bm25 for seq, bm25 in conn.exec_driver_sql(sql, tuple(params))}
 
     def generation(self) -> int:
         """Bumped by every insert, delete and change of text, kind or embedding, in any process."""

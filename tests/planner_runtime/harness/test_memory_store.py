@@ -68,6 +68,18 @@ def test_fts_ranks_the_matching_memory_first_and_stems_words(mem):
     assert mem.search('dentist" OR *') and mem.search("()") == []  # FTS syntax in a query is just words
 
 
+def test_in_a_large_store_a_rare_word_still_ranks_and_common_words_score_the_newest(mem, monkeypatch):
+    from planner_runtime.harness import memory_store
+
+    monkeypatch.setattr(memory_store, "COMMON_ROWS", 20)
+    monkeypatch.setattr(memory_store, "RECENT_SCAN", 10)
+    dentist = _add(mem, "My dentist lives near the station", "fact")
+    mem.add_many(Memory(kind="fact", text=f"Friend number {i} lives near the station") for i in range(60))
+    assert mem.search("where does my dentist live", k=1, touch=False)[0].memory.id == dentist.id
+    newest = mem.search("lives station", k=3, touch=False)
+    assert {h.memory.text for h in newest} <= {f"Friend number {i} lives near the station" for i in range(50, 60)}
+
+
 def test_a_preference_outranks_an_equally_relevant_episode_and_newer_outranks_older(mem):
     now = utcnow()
     _add(mem, "coffee with oat milk", "episodic")
