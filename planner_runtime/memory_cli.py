@@ -20,7 +20,7 @@ from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 
 if TYPE_CHECKING:
-    from planner_runtime.harness.memory_store import MemoryStore
+    from planner_runtime.harness.memory_search import MemoryStore
 
 memory_app = typer.Typer(help="What the assistant knows about you: preferences, facts, past episodes, reminders.", no_args_is_help=True)
 

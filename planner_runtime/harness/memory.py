@@ -25,7 +25,7 @@ from planner_runtime.errors import ConfigError, StoreError
 from planner_runtime.harness.apps import APPS, find_app
 from planner_runtime.harness.memory_embeddings import Embedder
 from planner_runtime.harness.memory_records import Hit, Memory, MemoryKind, Trigger, TriggerKind, parse_time
-from planner_runtime.harness.memory_store import MemoryStore
+from planner_runtime.harness.memory_search import MemoryStore
 
 __all__ = ["Hit", "Memory", "MemoryKind", "MemoryStore", "Trigger", "TriggerKind"]
 

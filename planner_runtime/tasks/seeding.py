@@ -6,7 +6,7 @@ from device_farm import Device
 from device_farm.android import content_insert
 from device_farm.errors import ShellCommandError
 from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger
-from planner_runtime.harness.memory_store import MemoryStore
+from planner_runtime.harness.memory_search import MemoryStore
 from planner_runtime.tasks.spec import TaskSpec
 
 

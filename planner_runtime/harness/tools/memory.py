@@ -13,7 +13,7 @@ from pydantic import Field
 
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger
-from planner_runtime.harness.memory_store import MemoryStore
+from planner_runtime.harness.memory_search import MemoryStore
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 
 PLANNER_CONFIDENCE = 0.8

@@ -69,10 +69,10 @@ def test_fts_ranks_the_matching_memory_first_and_stems_words(mem):
 
 
 def test_in_a_large_store_a_rare_word_still_ranks_and_common_words_score_the_newest(mem, monkeypatch):
-    from planner_runtime.harness import memory_store
+    from planner_runtime.harness import memory_search
 
-    monkeypatch.setattr(memory_store, "COMMON_ROWS", 20)
-    monkeypatch.setattr(memory_store, "RECENT_SCAN", 10)
+    monkeypatch.setattr(memory_search, "COMMON_ROWS", 20)
+    monkeypatch.setattr(memory_search, "RECENT_SCAN", 10)
     dentist = _add(mem, "My dentist lives near the station", "fact")
     mem.add_many(Memory(kind="fact", text=f"Friend number {i} lives near the station") for i in range(60))
     assert mem.search("where does my dentist live", k=1, touch=False)[0].memory.id == dentist.id

@@ -1,0 +1,161 @@
+"""Hybrid retrieval over a memory file: FTS5 BM25 and MiniLM vectors, merged and weighted.
+
+:class:`MemoryStore` adds ranked search to :class:`~planner_runtime.harness.memory_store.MemoryRows`.
+A search takes FTS5 candidates (bounded work even for words in thousands of rows) and the
+nearest vectors from an in-memory index (rebuilt when the file's generation changes, embedding
+rows that have no vector yet), then ranks the union by
+:func:`~planner_runtime.harness.memory_retrieval.final_score`. Without the embedding package
+(or with ``embedder=None``) retrieval is FTS5 only and the model is never loaded.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable, Literal
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.engine import Connection
+
+from planner_runtime.contract import utcnow
+from planner_runtime.harness.memory_embeddings import Embedder, default_embedder
+from planner_runtime.harness.memory_records import Hit, MemoryKind
+from planner_runtime.harness.memory_retrieval import VectorIndex, final_score, match_expr, query_terms
+from planner_runtime.harness.memory_store import RECORD_COLUMNS, MemoryRows, row_to_memory, memories
+from planner_runtime.trajectories import _aware
+
+CANDIDATES = 50  # taken from each of FTS5 and the vector index before the final ranking
+COMMON_ROWS = 2000  # a word in this many rows is too common to score every match of
+RECENT_SCAN = 1000  # with only common words, the newest matches scored
+_COUNT_CAPPED = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+
+
+class MemoryStore(MemoryRows):
+    """A user's memories with ranked retrieval. ``embedder="auto"`` uses the offline MiniLM
+    package when it is installed; ``None`` keeps retrieval to FTS5 alone."""
+
+    def __init__(self, path: Path | str, *, embedder: Embedder | None | Literal["auto"] = "auto") -> None:
+        super().__init__(path)
+        self._embedder_choice = embedder
+        self.embedder: Embedder | None = None
+        self._index: VectorIndex | None = None
+        self._index_generation = -1
+
+    def open(self) -> MemoryStore:
+        super().open()
+        self.embedder = default_embedder() if self._embedder_choice == "auto" else self._embedder_choice  # type: ignore[assignment]
+        return self
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        kinds: Iterable[MemoryKind] | None = None,
+        min_score: float = 0.0,
+        now: datetime | None = None,
+        touch: bool = True,
+    ) -> list[Hit]:
+        """The ``k`` best memories for ``query``: FTS5 and embedding candidates merged, scored by
+        relevance, kind, recency and confidence. Expired intents are left out; the hits' last-used
+        time is set to now unless ``touch`` is False."""
+        now = now or utcnow()
+        wanted = {MemoryKind(x) for x in kinds} if kinds is not None else None
+        with self.engine.connect() as conn:
+            lexical = self._lexical(conn, query, wanted)
+        semantic: dict[int, float] = {}
+        index = self.vector_index() if self.embedder is not None else None
+        qvec = None
+        if index is not None and len(index):
+            qvec = self.embedder.encode_query(query)  # type: ignore[union-attr]
+            semantic = dict(index.top(qvec, CANDIDATES, wanted))
+        seqs = set(lexical) | set(semantic)
+        if not seqs:
+            return []
+        stmt = select(*RECORD_COLUMNS).where(memories.c.seq.in_(seqs))
+        if wanted is not None:
+            stmt = stmt.where(memories.c.kind.in_([k.value for k in wanted]))
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        best_lexical = max(lexical.values(), default=0.0) or 1.0
+        scored = []
+        for row in rows:  # scored from the columns; records are built only for the hits
+            if row.expires_at is not None and _aware(row.expires_at) <= now:
+                continue
+            lex = max(lexical.get(row.seq, 0.0), 0.0) / best_lexical
+            sem = semantic[row.seq] if row.seq in semantic else (index.similarity(row.seq, qvec) if qvec is not None else 0.0)
+            last = _aware(row.last_used_at or row.created_at)
+            score = final_score(MemoryKind(row.kind), row.confidence, last, lex, sem, with_embeddings=qvec is not None, now=now)
+            if score >= min_score and score > 0:
+                scored.append((-score, row.id, row, lex, sem))
+        scored.sort(key=lambda item: item[:2])
+        hits = [Hit(memory=row_to_memory(row), score=round(-neg, 6), lexical=round(lex, 6), semantic=round(sem, 6)) for neg, _, row, lex, sem in scored[:k]]
+        if touch:
+            self.touch([h.memory.id for h in hits], now)
+        return hits
+
+    def _lexical(self, conn: Connection, query: str, wanted: set[MemoryKind] | None) -> dict[int, float]:
+        """FTS5 candidates as {seq: BM25 (higher is better)}. Scoring every row a common word
+        matches would cost milliseconds per thousand rows, so in a large store words found in
+        COMMON_ROWS rows or more are left out when a rarer word is there to rank by, and when
+        none is, only the newest RECENT_SCAN matches are scored."""
+        terms = query_terms(query)
+        if not terms:
+            return {}
+        newest_only = False
+        if (conn.exec_driver_sql("SELECT max(seq) FROM memories").scalar() or 0) > COMMON_ROWS:
+            counts = {t: conn.exec_driver_sql(_COUNT_CAPPED, (match_expr([t]), COMMON_ROWS)).scalar_one() for t in terms}
+            rare = [t for t in terms if 0 < counts[t] < COMMON_ROWS]
+            terms, newest_only = (rare, False) if rare else ([t for t in terms if counts[t]], True)
+            if not terms:
+                return {}
+        inner = "SELECT rowid AS seq, bm25(memories_fts) AS bm25 FROM memories_fts WHERE memories_fts MATCH ?"
+        if newest_only:
+            inner += f" ORDER BY rowid DESC LIMIT {RECENT_SCAN}"
+        where, params = "", [match_expr(terms)]
+        if wanted is not None:
+            where = f" WHERE m.kind IN ({', '.join('?' for _ in wanted)})"
+            params += [k.value for k in wanted]
+        sql = f"SELECT f.seq, f.bm25 FROM ({inner}) AS f JOIN memories AS m ON m.seq = f.seq{where} ORDER BY f.bm25 LIMIT {CANDIDATES}"
+        return {seq: -bm25 for seq, bm25 in conn.exec_driver_sql(sql, tuple(params))}
+
+    def vector_index(self) -> VectorIndex | None:
+        """The in-memory vector index, rebuilt when the store changed; embeds the rows that
+        have no vector yet (loading the model if need be). None without an embedder."""
+        if self.embedder is None:
+            return None
+        if self._index is not None and self.generation() == self._index_generation:
+            return self._index
+        self.embed_missing()
+        generation = self.generation()
+        name = self.embedder.name
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(memories.c.seq, memories.c.kind, memories.c.embedding).where(memories.c.embedding_model == name).order_by(memories.c.seq)
+            ).all()
+        dim = len(rows[0].embedding) // 4 if rows else 1
+        self._index = VectorIndex.build([r.seq for r in rows], [MemoryKind(r.kind) for r in rows], [r.embedding for r in rows], dim)
+        self._index_generation = generation
+        return self._index
+
+    def embed_missing(self, batch: int = 256) -> int:
+        """Compute and store the vectors of rows that have none (or another model's)."""
+        if self.embedder is None:
+            return 0
+        name, done = self.embedder.name, 0
+        while True:
+            with self.engine.connect() as conn:
+                todo = conn.execute(
+                    select(memories.c.seq, memories.c.text)
+                    .where((memories.c.embedding_model.is_(None)) | (memories.c.embedding_model != name))
+                    .limit(batch)
+                ).all()
+            if not todo:
+                return done
+            vectors = self.embedder.encode([r.text for r in todo])
+            with self.engine.begin() as conn:
+                conn.execute(
+                    update(memories).where(memories.c.seq == bindparam("row_seq")).values(embedding=bindparam("vec"), embedding_model=name),
+                    [{"row_seq": r.seq, "vec": v.astype("float32").tobytes()} for r, v in zip(todo, vectors)],
+                )
+            done += len(todo)
