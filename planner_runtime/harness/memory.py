@@ -116,7 +116,7 @@ def episode_context(store: MemoryStore, goal: str, *, now: datetime | None = Non
     Reminders shown here are marked fired, so each is shown once."""
     now = now or utcnow()
     reminders = due_intents(store, now=now, goal=goal)
-    hits = store.search(goal, k=k, kinds=CONTEXT_KINDS, min_score=MIN_CONTEXT_SCORE, now=now) if store.count() else []
+    hits = store.search(goal, k=k, kinds=CONTEXT_KINDS, min_score=MIN_CONTEXT_SCORE, now=now) if not store.empty() else []
     lines = [(f"Reminder: {m.text} (you asked to be reminded {_why(m.trigger)})", m.id) for m in reminders if m.trigger]
     lines += [(f"- {h.memory.text} [{_KIND_LABEL[h.memory.kind]}]", None) for h in hits]
     footer = "Use what applies to the goal; recall(query) looks up more, remember(text, kind) keeps what the user asks you to."

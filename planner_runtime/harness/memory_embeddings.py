@@ -11,7 +11,6 @@ vectors are cached, since encoding a query costs more than searching 100,000 mem
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -69,15 +68,14 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is not None:
                 return
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the files are local; never ask a hub
             from transformers import AutoModel, AutoTokenizer
             from transformers.utils import logging as hf_logging
 
             path = self.model_dir or minilm_path()
             hf_logging.disable_progress_bar()
             try:
-                self._tokenizer = AutoTokenizer.from_pretrained(path)
-                self._model = AutoModel.from_pretrained(path).eval()
+                self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)  # never ask a hub
+                self._model = AutoModel.from_pretrained(path, local_files_only=True).eval()
             except OSError as exc:
                 raise PlannerRuntimeError(f"cannot load the embedding model from {path}: {exc}") from exc
 

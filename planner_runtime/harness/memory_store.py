@@ -244,6 +244,10 @@ class MemoryRows:
         with self.engine.connect() as conn:
             return conn.exec_driver_sql("SELECT count(*) FROM memories").scalar_one()
 
+    def empty(self) -> bool:
+        with self.engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT 1 FROM memories LIMIT 1").first() is None
+
     def intents(self) -> list[Memory]:
         return self.list(kinds=[MemoryKind.intent])
 
