@@ -91,3 +91,15 @@ def test_vectors_are_stored_as_float32_and_another_models_are_recomputed(tmp_pat
         raw.commit()
         raw.close()
         assert store.embed_missing() == 1
+
+
+def test_without_the_package_retrieval_is_fts_only(tmp_path, monkeypatch):
+    from planner_runtime.harness import memory_embeddings
+
+    monkeypatch.setattr(memory_embeddings, "PACKAGE", "no_such_minilm_package")
+    with MemoryStore(tmp_path / "m.sqlite") as store:  # embedder="auto"
+        assert store.embedder is None
+        store.add(Memory(kind="preference", text="I wake up at 6:45 on weekdays"))
+        hits = store.search("wake up alarm")
+        assert [h.memory.text for h in hits] == ["I wake up at 6:45 on weekdays"] and hits[0].semantic == 0
+        assert store.search("what time do I get out of bed") == []
