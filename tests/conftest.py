@@ -95,3 +95,10 @@ def phone_factory(adb_server: AdbServer) -> Iterator[Callable[..., PhoneHandle]]
     finally:
         for handle in handles:
             detach_phone(handle)
+
+
+@pytest.fixture(autouse=True)
+def _private_user_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trajectories, memory profiles and other user data go to a temporary folder, never to the
+    real user's (subprocesses inherit it)."""
+    monkeypatch.setenv("PLANNER_AGENT_HOME", str(tmp_path_factory.mktemp("home")))
