@@ -12,25 +12,13 @@ Prints medians (ms) and ratios for:
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from typing import Callable
 
 import uiautomator2
 
 from device_farm.adb import AdbDevice
+from timing import median_ms
 from device_farm.adbserver import AdbServer
 from device_farm.virtual import VirtualPhone
-
-
-def median_ms(fn: Callable[[], object], n: int) -> float:
-    fn()  # warm up
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -12,26 +12,15 @@ and leases per second with 8 threads on 8 phones.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable
 
 from device_farm.adb import AdbDevice
+from timing import median_ms
 from device_farm.adbsource import VirtualSource
 from device_farm.pool import DevicePool
-
-
-def median_ms(fn: Callable[[], object], n: int) -> float:
-    fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import datetime
 from typing import Iterator
 
 from sqlalchemy import (
@@ -24,17 +23,15 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    create_engine,
-    event,
     insert,
     select,
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
 
 from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
 from planner_runtime.errors import StoreError
+from planner_runtime.sqlite_file import SqliteFile, aware
 
 metadata = MetaData()
 
@@ -93,42 +90,15 @@ def _pid_alive(writer: str) -> bool:
     return True
 
 
-class TrajectoryStore:
+class TrajectoryStore(SqliteFile):
     """A SQLite file of trajectories. Construct, then :meth:`open` (or use as a context manager)."""
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._engine: Engine | None = None
+    metadata = metadata
+    what = "trajectory store"
 
-    def open(self) -> TrajectoryStore:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(f"sqlite:///{self.path}")
-            event.listen(engine, "connect", _sqlite_pragmas)
-            metadata.create_all(engine)
-            _add_missing_columns(engine)
-        except (SQLAlchemyError, OSError) as exc:
-            raise StoreError(f"cannot open trajectory store {self.path}: {exc}") from exc
-        self._engine = engine
+    def _opened(self) -> None:
+        _add_missing_columns(self.engine)
         self._mark_dead_writers_interrupted()
-        return self
-
-    def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
-
-    def __enter__(self) -> TrajectoryStore:
-        return self.open()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def engine(self) -> Engine:
-        if self._engine is None:
-            raise StoreError("trajectory store is not open")
-        return self._engine
 
     # -- writing ----------------------------------------------------------------------------
     def begin(self, traj: Trajectory) -> None:
@@ -231,8 +201,8 @@ class TrajectoryStore:
             steps=step_list,
             verdict=Verdict.model_validate(row.verdict) if row.verdict else None,
             usage=Usage(prompt_tokens=row.prompt_tokens or 0, completion_tokens=row.completion_tokens or 0),
-            started_at=_aware(row.started_at),
-            ended_at=_aware(row.ended_at) if row.ended_at else None,
+            started_at=aware(row.started_at),
+            ended_at=aware(row.ended_at) if row.ended_at else None,
         )
 
     def ids(
@@ -246,7 +216,7 @@ class TrajectoryStore:
         """Trajectory ids, oldest first, filtered by task, status, verdict and start time."""
         query = select(trajectories.c.id).order_by(trajectories.c.started_at)
         if since is not None:
-            query = query.where(trajectories.c.started_at >= _aware(since))
+            query = query.where(trajectories.c.started_at >= aware(since))
         if task_id is not None:
             query = query.where(trajectories.c.task_id == task_id)
         if status is not None:
@@ -279,16 +249,3 @@ def _add_missing_columns(engine: Engine) -> None:
                 if column.name not in have:
                     kind = column.type.compile(dialect=engine.dialect)
                     conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-
-
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DB-API objects
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=10000")
-    cur.close()

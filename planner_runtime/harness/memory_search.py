@@ -22,7 +22,7 @@ from planner_runtime.harness.memory_embeddings import Embedder, default_embedder
 from planner_runtime.harness.memory_records import Hit, MemoryKind
 from planner_runtime.harness.memory_retrieval import VectorIndex, final_score, match_expr, query_terms
 from planner_runtime.harness.memory_store import RECORD_COLUMNS, MemoryRows, row_to_memory, memories
-from planner_runtime.trajectories import _aware
+from planner_runtime.sqlite_file import aware
 
 CANDIDATES = 50  # taken from each of FTS5 and the vector index before the final ranking
 COMMON_ROWS = 2000  # a word in this many rows is too common to score every match of
@@ -80,11 +80,11 @@ class MemoryStore(MemoryRows):
         best_lexical = max(lexical.values(), default=0.0) or 1.0
         scored = []
         for row in rows:  # scored from the columns; records are built only for the hits
-            if row.expires_at is not None and _aware(row.expires_at) <= now:
+            if row.expires_at is not None and aware(row.expires_at) <= now:
                 continue
             lex = max(lexical.get(row.seq, 0.0), 0.0) / best_lexical
             sem = semantic[row.seq] if row.seq in semantic else (index.similarity(row.seq, qvec) if qvec is not None else 0.0)
-            last = _aware(row.last_used_at or row.created_at)
+            last = aware(row.last_used_at or row.created_at)
             score = final_score(MemoryKind(row.kind), row.confidence, last, lex, sem, with_embeddings=qvec is not None, now=now)
             if score >= min_score and score > 0:
                 scored.append((-score, row.id, row, lex, sem))

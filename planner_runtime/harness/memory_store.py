@@ -10,8 +10,7 @@ another one's writes and rebuilds its in-memory vector index. Ranked retrieval l
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
-from typing import Iterable, Iterator, Self
+from typing import Iterable, Iterator
 
 from sqlalchemy import (
     Column,
@@ -24,23 +23,20 @@ from sqlalchemy import (
     Table,
     Text,
     column,
-    create_engine,
     delete,
-    event,
     insert,
     select,
     text,
     update,
 )
-from sqlalchemy.engine import Engine, Row
+from sqlalchemy.engine import Row
 from sqlalchemy.sql.selectable import TextualSelect
-from sqlalchemy.exc import SQLAlchemyError
 
 from planner_runtime.contract import utcnow
 from planner_runtime.errors import StoreError
 from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger, TriggerKind
 from planner_runtime.harness.memory_retrieval import fts_query
-from planner_runtime.trajectories import _aware, _sqlite_pragmas
+from planner_runtime.sqlite_file import SqliteFile, aware
 
 metadata = MetaData()
 
@@ -96,11 +92,11 @@ def row_to_memory(row: Row) -> Memory:
         text=row.text,
         provenance=row.provenance,
         confidence=row.confidence,
-        created_at=_aware(row.created_at),
-        last_used_at=_aware(row.last_used_at) if row.last_used_at else None,
+        created_at=aware(row.created_at),
+        last_used_at=aware(row.last_used_at) if row.last_used_at else None,
         trigger=trigger,
-        expires_at=_aware(row.expires_at) if row.expires_at else None,
-        fired_at=_aware(row.fired_at) if row.fired_at else None,
+        expires_at=aware(row.expires_at) if row.expires_at else None,
+        fired_at=aware(row.fired_at) if row.fired_at else None,
     )
 
 
@@ -128,45 +124,17 @@ def _fts_rows(expr: str) -> TextualSelect:
     return text("SELECT rowid AS seq FROM memories_fts WHERE memories_fts MATCH :expr").bindparams(expr=expr).columns(column("seq", Integer))
 
 
-class MemoryRows:
+class MemoryRows(SqliteFile):
     """A user's memories in one SQLite file: adding, reading, forgetting. Construct, then
     :meth:`open` (or use ``with``). Ranked retrieval is :class:`~planner_runtime.harness.memory_search.MemoryStore`."""
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._engine: Engine | None = None
+    metadata = metadata
+    what = "memory store"
 
-    # -- lifecycle --------------------------------------------------------------------------
-    def open(self) -> Self:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(f"sqlite:///{self.path}")
-            event.listen(engine, "connect", _sqlite_pragmas)
-            metadata.create_all(engine)
-            with engine.begin() as conn:
-                for ddl in _FTS_DDL:
-                    conn.exec_driver_sql(ddl)
-        except (SQLAlchemyError, OSError) as exc:
-            raise StoreError(f"cannot open memory store {self.path}: {exc}") from exc
-        self._engine = engine
-        return self
-
-    def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
-
-    def __enter__(self) -> Self:
-        return self.open()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def engine(self) -> Engine:
-        if self._engine is None:
-            raise StoreError("memory store is not open")
-        return self._engine
+    def _opened(self) -> None:
+        with self.engine.begin() as conn:
+            for ddl in _FTS_DDL:
+                conn.exec_driver_sql(ddl)
 
     # -- writing ----------------------------------------------------------------------------
     def add(self, memory: Memory) -> Memory:
