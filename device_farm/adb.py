@@ -19,7 +19,7 @@ import adbutils
 
 from device_farm import DeviceInfo, ShellResult
 from device_farm.adbhost import AdbHost, host_query
-from device_farm.errors import DeviceOffline, UiServerDown
+from device_farm.errors import DeviceOffline, ShellCommandError, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
 from device_farm.u2rpc import HttpOverStream, JsonRpcClient
 
@@ -158,6 +158,13 @@ class AdbDevice:
         text = command if isinstance(command, str) else shlex.join(command)
         out, err, code = self._host.shell(text, timeout)
         return ShellResult(command=text, output=(out + err).decode("utf-8", "replace"), exit_code=code)
+
+    def screenshot(self) -> bytes:
+        """The screen as PNG bytes (``screencap -p``)."""
+        png = self._host.exec_out("screencap -p")
+        if not png.startswith(b"\x89PNG"):
+            raise ShellCommandError("screencap -p", 1, png[:200].decode("utf-8", "replace"))
+        return png
 
     def info(self) -> DeviceInfo:
         data = self.ui_call("deviceInfo")

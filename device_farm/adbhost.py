@@ -85,6 +85,21 @@ class AdbHost:
             raise
         return sock
 
+    def exec_out(self, command: str, timeout: float = 20.0) -> bytes:
+        """Raw stdout of ``command`` (the ``exec:`` service: no pty, no line-ending rewrites)."""
+        sock = self.open(f"exec:{command}", timeout)
+        parts = []
+        try:
+            while chunk := sock.recv(65536):
+                parts.append(chunk)
+        except socket.timeout as exc:
+            raise DeviceTimeout(f"{self.serial}: exec {command[:60]!r} timed out after {timeout}s") from exc
+        except OSError as exc:
+            raise DeviceOffline(f"{self.serial}: exec stream broke: {exc}") from exc
+        finally:
+            sock.close()
+        return b"".join(parts)
+
     def shell(self, command: str, timeout: float = 20.0) -> tuple[bytes, bytes, int]:
         """Run ``command`` with shell v2; return (stdout, stderr, exit code)."""
         sock = self.open(f"shell,v2,raw:{command}", timeout)
