@@ -139,3 +139,36 @@ def foreground(device: Device) -> tuple[str, str]:
     """(package, activity) of the focused window, from ``dumpsys window``."""
     m = _FOCUS.search(device.shell(["dumpsys", "window"]).output)
     return (m.group(1), m.group(2)) if m else ("", "")
+
+
+def get_setting(device: Device, namespace: str, key: str) -> str | None:
+    """``settings get``; None when the key is unset (Android prints ``null``)."""
+    out = device.shell(["settings", "get", namespace, key]).output.strip()
+    return None if out == "null" else out
+
+
+def put_setting(device: Device, namespace: str, key: str, value: str | int | float | bool) -> None:
+    text = ("1" if value else "0") if isinstance(value, bool) else str(value)
+    result = device.shell(["settings", "put", namespace, key, text])
+    if not result.ok:
+        raise ShellCommandError("settings put", result.exit_code, result.output)
+
+
+def clear_app(device: Device, package: str) -> None:
+    """``pm clear``: the app's data, as after a fresh install."""
+    result = device.shell(["pm", "clear", package])
+    if "Success" not in result.output:
+        package_path(device, package)  # Android just says "Failed" for a missing package
+        raise ShellCommandError("pm clear", result.exit_code or 1, result.output)
+
+
+def force_stop(device: Device, package: str) -> None:
+    device.shell(["am", "force-stop", package])
+
+
+def package_path(device: Device, package: str) -> str:
+    """Where the package's APK lives (``pm path``); raises AppNotInstalled when it has none."""
+    out = device.shell(["pm", "path", package]).output.strip()
+    if not out.startswith("package:"):
+        raise AppNotInstalled(f"{package} is not installed")
+    return out.splitlines()[0].removeprefix("package:")

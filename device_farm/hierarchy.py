@@ -13,6 +13,8 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
+# Characters XML 1.0 forbids; uiautomator replaces them, but not every dumper does.
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]|&#(?:x0*(?:[0-8bBcCeEfF]|1[0-9a-fA-F])|0*(?:[0-8]|1[124-9]|2[0-9]|3[01]));")
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 _EDITABLE = ("EditText", "AutoCompleteTextView", "SearchView")
 
@@ -114,7 +116,9 @@ def _flag(node: ET.Element, name: str) -> bool:
 
 def parse_hierarchy(xml: str) -> Screen:
     """Parse a uiautomator hierarchy dump into a :class:`Screen`."""
-    root = ET.fromstring(xml.encode("utf-8") if isinstance(xml, str) else xml)
+    if isinstance(xml, bytes):
+        xml = xml.decode("utf-8", "replace")
+    root = ET.fromstring(_INVALID_XML.sub("\ufffd", xml).encode("utf-8"))
     elements: list[Element] = []
     packages: list[str] = []
     for node in root.iter("node"):

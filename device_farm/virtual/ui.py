@@ -8,6 +8,7 @@ deepest clickable node under the point (later siblings are drawn on top).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 from xml.sax.saxutils import quoteattr
@@ -94,8 +95,13 @@ def hit_test(root: ViewNode, x: float, y: float) -> ViewNode | None:
     return root if root.clickable and root.enabled else None
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
 def _q(text: str) -> str:
-    return quoteattr(text, {'"': "&quot;"})
+    # uiautomator's dumper replaces characters XML cannot hold (AccessibilityNodeInfoDumper
+    # strips invalid XML characters), so a dump always parses.
+    return quoteattr(_NOT_XML.sub("?", text), {'"': "&quot;"})
 
 
 def _b(v: bool) -> str:
