@@ -166,6 +166,13 @@ class AdbDevice:
             raise ShellCommandError("screencap -p", 1, png[:200].decode("utf-8", "replace"))
         return png
 
+    def push(self, data: bytes, path: str, mode: int = 0o644) -> None:
+        """Write ``data`` to ``path`` on the phone over the sync protocol (as ``adb push``)."""
+        try:
+            self._adb.sync.push(data, path, mode)
+        except (adbutils.AdbError, OSError) as exc:
+            raise ShellCommandError(f"push {path}", 1, str(exc)) from exc
+
     def info(self) -> DeviceInfo:
         data = self.ui_call("deviceInfo")
         return DeviceInfo(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from device_farm import Device
-from device_farm.android import content_insert
-from device_farm.errors import ShellCommandError
+from device_farm.android import content_insert, installed_packages
+from device_farm.errors import AppNotInstalled, ShellCommandError
 from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger
 from planner_runtime.harness.memory_search import MemoryStore
 from planner_runtime.tasks.spec import TaskSpec
@@ -18,6 +18,10 @@ def seed(task: TaskSpec, device: Device, memory: MemoryStore | None = None) -> N
     """Run the task's setup actions in order; a failing action raises a DeviceError. Memory
     actions go to ``memory``; without one they are skipped (re-executing recorded calls needs
     no memory; :func:`~planner_runtime.runner.run_goal` always gives one to such a task)."""
+    if task.requires_apps:
+        missing = sorted(set(task.requires_apps) - installed_packages(device))
+        if missing:
+            raise AppNotInstalled(f"task {task.id} needs {', '.join(missing)}, not installed on {device.serial}")
     for action in task.setup:
         if action.memory is not None:
             if memory is None:
@@ -36,3 +40,28 @@ def seed(task: TaskSpec, device: Device, memory: MemoryStore | None = None) -> N
             result = device.shell(args)
             if not result.ok:
                 raise ShellCommandError("content delete", result.exit_code, result.output)
+        elif action.settings_put is not None:
+            s = action.settings_put
+            value = task.render(s.value) if isinstance(s.value, str) else ("1" if s.value is True else "0" if s.value is False else str(s.value))
+            result = device.shell(["settings", "put", s.namespace, s.key, value])
+            if not result.ok:
+                raise ShellCommandError("settings put", result.exit_code, result.output)
+        elif action.file_push is not None:
+            write_file(device, task.render(action.file_push.path), task.render(action.file_push.content).encode())
+
+
+def write_file(device: Device, path: str, data: bytes) -> None:
+    """Put a file on the phone: over the sync protocol when the device offers ``push`` (as
+    ``adb push`` does), else through the shell with the bytes passed as an argument, never
+    spliced into the command text. The parent folder is created first."""
+    parent = path.rsplit("/", 1)[0] or "/"
+    made = device.shell(["mkdir", "-p", parent])
+    if not made.ok:
+        raise ShellCommandError("mkdir -p", made.exit_code, made.output)
+    push = getattr(device, "push", None)
+    if push is not None:
+        push(data, path)
+        return
+    result = device.shell(["sh", "-c", 'printf %s "$1" > "$2"', "sh", data.decode("utf-8"), path])
+    if not result.ok:
+        raise ShellCommandError(f"write {path}", result.exit_code, result.output)

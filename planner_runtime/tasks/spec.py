@@ -79,16 +79,92 @@ class _OneOf(SpecModel):
         return next(n for n in type(self).model_fields if n != "name" and getattr(self, n) is not None)
 
 
+Scalar = str | int | float | bool
+
+
+class SettingPut(SpecModel):
+    """``settings put NAMESPACE KEY VALUE`` (the value is a template when a string)."""
+
+    namespace: str = Field(pattern=r"^(system|secure|global)$")
+    key: str = Field(min_length=1)
+    value: Scalar
+
+
+class FilePush(SpecModel):
+    """A file written onto the phone before the episode (path and content are templates)."""
+
+    path: str = Field(pattern=r"^/")
+    content: str = ""
+
+
+class AnswerNumber(SpecModel):
+    """A number written in the answer is ``value`` within ``tolerance`` (a template string is
+    rendered, then read as a number)."""
+
+    value: float | str
+    tolerance: float = Field(default=0.0, ge=0.0)
+
+
+class CalledCheck(SpecModel):
+    """How often ``tool`` was called. Without bounds: at least once; ``max: 0``: never."""
+
+    tool: str = Field(min_length=1)
+    min: int | None = Field(default=None, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+    @property
+    def bounds(self) -> tuple[int, int | None]:
+        low = self.min if self.min is not None else (0 if self.max is not None else 1)
+        return low, self.max
+
+
+class AskedBefore(SpecModel):
+    """The user was asked (``ask_user``, or a confirmation) before ``tool`` first ran."""
+
+    tool: str = Field(min_length=1)
+
+
+class SettingCheck(SpecModel):
+    """``settings get`` equals ``equals`` (null: the key is unset)."""
+
+    namespace: str = Field(pattern=r"^(system|secure|global)$")
+    key: str = Field(min_length=1)
+    equals: Scalar | None
+
+
+class FileCheck(SpecModel):
+    """A file exists (or not) on the phone and, optionally, its text contains a string."""
+
+    path: str = Field(pattern=r"^/")
+    exists: bool = True
+    contains: str | None = None
+
+    @model_validator(mode="after")
+    def _contains_needs_file(self) -> FileCheck:
+        if self.contains is not None and not self.exists:
+            raise ValueError("`contains` needs `exists: true`")
+        return self
+
+
 class SetupAction(_OneOf):
     content_insert: ContentInsert | None = None
     content_delete: ContentRows | None = None
     memory: MemorySeed | None = None
+    settings_put: SettingPut | None = None
+    file_push: FilePush | None = None
 
 
 class CheckSpec(_OneOf):
     name: str | None = None
     content: ContentCheck | None = None
     answer_contains: str | None = None
+    answer_equals: str | None = None
+    answer_number: AnswerNumber | None = None
+    called: CalledCheck | None = None
+    asked_before: AskedBefore | None = None
+    max_steps_used: int | None = Field(default=None, ge=1)
+    setting: SettingCheck | None = None
+    file: FileCheck | None = None
 
 
 class TaskSpec(SpecModel):
@@ -99,6 +175,7 @@ class TaskSpec(SpecModel):
     domain: str
     difficulty: str = "easy"
     source: str = "handwritten"
+    requires_apps: tuple[str, ...] = ()  # packages that must be installed, else the task cannot run
     setup: tuple[SetupAction, ...] = ()
     checks: tuple[CheckSpec, ...] = Field(min_length=1)
     max_steps: int = Field(default=10, ge=1, le=100)
