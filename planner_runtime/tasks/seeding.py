@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from device_farm import Device
-from device_farm.android import content_insert, installed_packages
+from device_farm.android import content_insert, installed_packages, put_setting
 from device_farm.errors import AppNotInstalled, ShellCommandError
 from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger
 from planner_runtime.harness.memory_search import MemoryStore
@@ -42,10 +42,7 @@ def seed(task: TaskSpec, device: Device, memory: MemoryStore | None = None) -> N
                 raise ShellCommandError("content delete", result.exit_code, result.output)
         elif action.settings_put is not None:
             s = action.settings_put
-            value = task.render(s.value) if isinstance(s.value, str) else ("1" if s.value is True else "0" if s.value is False else str(s.value))
-            result = device.shell(["settings", "put", s.namespace, s.key, value])
-            if not result.ok:
-                raise ShellCommandError("settings put", result.exit_code, result.output)
+            put_setting(device, s.namespace, s.key, task.render(s.value) if isinstance(s.value, str) else s.value)
         elif action.file_push is not None:
             write_file(device, task.render(action.file_push.path), task.render(action.file_push.content).encode())
 

@@ -18,7 +18,7 @@ import re
 from typing import Callable
 
 from device_farm import Device
-from device_farm.android import content_query
+from device_farm.android import content_query, get_setting
 from device_farm.errors import DeviceError, ShellCommandError
 from planner_runtime.contract import Check, FailureKind, FeedbackStatus, Trajectory, TrajectoryStatus, Verdict
 from planner_runtime.tasks.spec import CheckSpec, TaskSpec
@@ -134,10 +134,8 @@ def _same_value(got: str, want: str) -> bool:
 
 def _setting(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
     s = spec.setting
-    result = device.shell(["settings", "get", s.namespace, s.key])
-    if not result.ok:
-        raise ShellCommandError("settings get", result.exit_code, result.output)
-    got = result.output.strip()
+    value = get_setting(device, s.namespace, s.key)
+    got = "null" if value is None else value
     want = "null" if s.equals is None else task.render(_scalar_text(s.equals))
     return Check(name=spec.name or f"setting {s.namespace}/{s.key} = {want}", passed=_same_value(got, want),
                  evidence=f"settings get {s.namespace} {s.key} → {got!r} (want {want!r})")
