@@ -92,6 +92,7 @@ class ErrorCode(StrEnum):
     unsafe_action = "unsafe_action"
     repeated_action = "repeated_action"
     action_failed = "action_failed"
+    no_user = "no_user"  # ask_user: nobody is there to answer
 
 
 class ToolError(Record):
@@ -117,6 +118,7 @@ class Feedback(Record):
     result: Any = None
     error: ToolError | None = None
     observation: Observation | None = None
+    note: str = ""  # what the harness did around the call, e.g. a retry after a transient device fault
 
     @classmethod
     def ok(cls, call_id: str, result: Any = None, observation: Observation | None = None) -> Feedback:
@@ -204,6 +206,7 @@ class Trajectory(Record):
     tools: tuple[ToolSpec, ...] = ()  # what the planner was offered: with Step.messages, the exact input
     collection: str | None = None  # the `collect` run this episode belongs to
     item: str | None = None  # its work item in that run, "<task id>#<repeat>"
+    parent: str | None = None  # a sub-agent's episode: the trajectory that delegated it
     status: TrajectoryStatus = TrajectoryStatus.running
     answer: str | None = None
     steps: tuple[Step, ...] = ()

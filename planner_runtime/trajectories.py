@@ -49,6 +49,7 @@ trajectories = Table(
     Column("tools", JSON),  # the tool specs offered to the planner
     Column("collection", String, index=True),
     Column("item", String),
+    Column("parent", String, index=True),  # the delegating trajectory of a sub-agent's episode
     Column("status", String, nullable=False, index=True),
     Column("answer", Text),
     Column("success", Boolean, index=True),
@@ -114,6 +115,7 @@ class TrajectoryStore(SqliteFile):
             "tools": [t.model_dump(mode="json") for t in traj.tools],
             "collection": traj.collection,
             "item": traj.item,
+            "parent": traj.parent,
             "status": traj.status.value,
             "started_at": traj.started_at,
             "writer": _writer_id(),
@@ -196,6 +198,7 @@ class TrajectoryStore(SqliteFile):
             tools=tuple(row.tools or ()),
             collection=row.collection,
             item=row.item,
+            parent=row.parent,
             status=row.status,
             answer=row.answer,
             steps=step_list,
@@ -204,6 +207,12 @@ class TrajectoryStore(SqliteFile):
             started_at=aware(row.started_at),
             ended_at=aware(row.ended_at) if row.ended_at else None,
         )
+
+    def children(self, trajectory_id: str) -> list[str]:
+        """Ids of the sub-agent episodes ``trajectory_id`` delegated, oldest first."""
+        query = select(trajectories.c.id).where(trajectories.c.parent == trajectory_id).order_by(trajectories.c.started_at)
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
 
     def ids(
         self,

@@ -2,8 +2,10 @@
 
 Every turn becomes a :class:`~planner_runtime.contract.Step` committed to the store as it ends;
 output with no parsable call, several calls, unknown tools and bad arguments all become error
-feedback and the episode goes on. A device fault ends the episode as ``infra_error`` with the
-trajectory kept; the trajectory is closed in ``finally`` whatever happens.
+feedback and the episode goes on. A device fault is met by waiting, observing the screen again
+and retrying the call once; a second fault ends the episode as ``infra_error`` with the
+trajectory kept. Step, token and wall-time limits end it as ``truncated``. The trajectory is
+closed in ``finally`` whatever happens.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class EpisodeLimits:
     max_steps: int = 12
     max_seconds: float = 600.0
     max_repeats: int = 2  # the same call on the same screen runs at most this many times in a row
+    max_tokens: int | None = None  # prompt + completion tokens over all turns; None: no limit
+    retry_wait: float = 1.0  # seconds to wait after a transient device fault before the one retry
 
 
 @dataclass
@@ -104,7 +108,29 @@ class Episode:
                 f"{call.name} with these arguments already ran {self.limits.max_repeats} times on this screen; "
                 "it was not run again — try something else, or finish",
             )
-        return call, self.tools.execute(call, self.ctx)
+        return call, self._execute(call)
+
+    def _execute(self, call: ToolCall) -> Feedback:
+        """Run ``call``; after a device fault, wait, look at the screen again and run it once
+        more. A second fault propagates and ends the episode as infra. A sensitive action is
+        never run twice: it may have taken effect before the fault, so the planner is told to
+        look instead."""
+        try:
+            return self.tools.execute(call, self.ctx)
+        except DeviceError as exc:
+            if not exc.infra:
+                raise
+            fault = f"{exc.code}: {str(exc)[:160]}"
+        time.sleep(self.limits.retry_wait)
+        self.ctx.observe()
+        if call.name in self.tools and self.tools[call.name].sensitive is not None:
+            return Feedback.fail(
+                call.call_id,
+                ErrorCode.action_failed,
+                f"the device failed during {call.name} ({fault}); it was not run again because it may have taken effect — read the screen to check",
+            ).model_copy(update={"note": "device fault; sensitive action not retried"})
+        feedback = self.tools.execute(call, self.ctx)
+        return feedback.model_copy(update={"note": f"retried once after a transient device fault ({fault})"})
 
     def run(self) -> Trajectory:
         header = Trajectory(
@@ -141,6 +167,9 @@ class Episode:
         messages = list(self.history) or self._first_messages()
         for index in range(len(self.prefix), self.limits.max_steps):
             if time.monotonic() - started > self.limits.max_seconds:
+                break
+            spent = self._usage.prompt_tokens + self._usage.completion_tokens
+            if self.limits.max_tokens is not None and spent >= self.limits.max_tokens:
                 break
             t0 = time.perf_counter()
             try:
@@ -192,6 +221,8 @@ def feedback_text(feedback: Feedback) -> str:
         body["error"] = {"code": feedback.error.code.value, "hint": feedback.error.hint}
     if feedback.result is not None:
         body["result"] = feedback.result
+    if feedback.note:
+        body["note"] = feedback.note
     text = json.dumps(body, ensure_ascii=False)
     if feedback.status is FeedbackStatus.ok:
         text += "\nIf the goal is now reached, call finish."

@@ -44,6 +44,7 @@ class ToolFailure(PlannerRuntimeError):
 class ToolResult:
     result: Any = None
     observe: bool = False  # attach the screen after the action
+    screenshot: str | None = None  # an artifact reference for the attached observation
 
 
 @dataclass
@@ -141,6 +142,8 @@ class ToolSet:
         try:
             outcome = tool.run(ctx, args)
             observation = ctx.observation() if outcome.observe else None
+            if observation is not None and outcome.screenshot is not None:
+                observation = observation.model_copy(update={"screenshot": outcome.screenshot})
         except ToolFailure as exc:
             return Feedback.fail(call.call_id, exc.code, exc.hint)
         except DeviceError as exc:

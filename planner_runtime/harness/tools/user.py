@@ -1,0 +1,91 @@
+"""The ``ask_user`` tool: the planner asks the person it works for, and the answer is feedback.
+
+Where the answer comes from is the caller's choice, given as an :data:`Answerer` (question in,
+answer or ``None`` out): the prompt of ``planner-agent run`` at a terminal, a file of scripted
+answers (``--answers FILE``: question pattern → answer), a task's ``user_answers``, or nobody —
+then the planner is told no user is available and must go on without one. :func:`chain` tries
+several sources in order. Every question and answer stays in the trajectory as the step's call
+and feedback, so a verifier can check that the user was asked before something was done.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+import yaml
+from pydantic import Field
+
+from planner_runtime.contract import ErrorCode
+from planner_runtime.errors import ConfigError
+from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+
+Answerer = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class ScriptedAnswers:
+    """Answers chosen by the first pattern (a case-insensitive regular expression, searched in
+    the question) that matches; a question no pattern matches gets ``None``."""
+
+    rules: tuple[tuple[re.Pattern[str], str], ...]
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, object], where: str = "answers") -> ScriptedAnswers:
+        rules = []
+        for pattern, answer in mapping.items():
+            try:
+                rules.append((re.compile(str(pattern), re.IGNORECASE), str(answer)))
+            except re.error as exc:
+                raise ConfigError(f"{where}: bad question pattern {pattern!r}: {exc}") from exc
+        return cls(tuple(rules))
+
+    @classmethod
+    def load(cls, path: Path) -> ScriptedAnswers:
+        """A YAML mapping of question pattern → answer."""
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of question pattern: answer")
+        return cls.from_mapping(data, str(path))
+
+    def __call__(self, question: str) -> str | None:
+        return next((answer for pattern, answer in self.rules if pattern.search(question)), None)
+
+
+def chain(*sources: Answerer | None) -> Answerer | None:
+    """The first answer any of ``sources`` gives (``None`` sources are skipped)."""
+    present = [s for s in sources if s is not None]
+    if not present:
+        return None
+
+    def ask(question: str) -> str | None:
+        return next((a for a in (source(question) for source in present) if a is not None), None)
+
+    return ask
+
+
+class AskUserArgs(ToolArgs):
+    question: str = Field(min_length=1, max_length=500, description="One short question for the user")
+
+
+class AskUser(Tool):
+    name = "ask_user"
+    description = "Ask the user a question when the goal is ambiguous or a choice is theirs to make; the reply comes back as the result."
+    Args = AskUserArgs
+
+    def __init__(self, answer: Answerer | None = None) -> None:
+        self.answer = answer
+
+    def run(self, ctx: ToolContext, args: AskUserArgs) -> ToolResult:
+        reply = self.answer(args.question) if self.answer is not None else None
+        if reply is None:
+            raise ToolFailure(
+                ErrorCode.no_user,
+                "no user is available to answer; decide from what you know, or finish saying what you need",
+            )
+        return ToolResult(result={"question": args.question, "answer": reply})
