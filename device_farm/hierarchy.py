@@ -158,3 +158,27 @@ def parse_hierarchy(xml: str) -> Screen:
     digest_src = "\n".join([package] + [e.describe() + str(e.bounds) for e in elements])
     digest = hashlib.sha1(digest_src.encode("utf-8")).hexdigest()[:16]
     return Screen(package=package, elements=tuple(elements), digest=digest)
+
+
+def _identity(e: Element) -> tuple[str, str, Bounds]:
+    return (e.resource_id, e.role, e.bounds)
+
+
+def diff_screens(previous: Screen, current: Screen) -> list[str]:
+    """What changed between two screens, as lines for the planner: ``+`` appeared, ``-`` went,
+    ``~`` changed in place (same widget, same place, new text or state). Empty when equal."""
+    if previous.digest == current.digest:
+        return []
+    if previous.package != current.package:
+        return [f"app changed: {previous.package or '?'} → {current.package or '?'}"]
+    before = {_identity(e): e for e in previous.elements}
+    after = {_identity(e): e for e in current.elements}
+    lines = []
+    for key, e in after.items():
+        old = before.get(key)
+        if old is None:
+            lines.append("+ " + e.describe())
+        elif old.describe().split(" ", 1)[1] != e.describe().split(" ", 1)[1]:
+            lines.append(f"~ {e.describe()} (was: {old.describe().split(' ', 1)[1]})")
+    lines += ["- " + e.describe() for key, e in before.items() if key not in after]
+    return lines

@@ -107,6 +107,7 @@ class Observation(Record):
     activity: str = ""
     screen: str = ""  # compact text form of the element list
     digest: str = ""  # stable hash of the screen content
+    changes: str = ""  # what changed since the screen the planner saw last ("" when first or unknown)
     screenshot: str | None = None  # content-addressed artifact reference
 
 

@@ -227,5 +227,7 @@ def feedback_text(feedback: Feedback) -> str:
     if feedback.status is FeedbackStatus.ok:
         text += "\nIf the goal is now reached, call finish."
     if feedback.observation is not None:
+        if feedback.observation.changes:
+            text += "\nChanges:\n" + feedback.observation.changes
         text += "\nScreen:\n" + feedback.observation.screen
     return text

@@ -40,3 +40,18 @@ def test_ids_and_digest_are_stable_and_change_with_the_screen():
     assert a.digest == b.digest and a.elements == b.elements
     c = parse_hierarchy(XML.replace('checked="true"', 'checked="false"'))
     assert c.digest != a.digest
+
+
+def test_diff_names_what_appeared_went_and_changed():
+    from device_farm.hierarchy import diff_screens
+
+    before = parse_hierarchy(XML)
+    after = parse_hierarchy(XML.replace('checked="true"', 'checked="false"').replace('content-desc="Add alarm"', 'content-desc="New alarm"'))
+    assert diff_screens(before, before) == []
+    lines = diff_screens(before, after)
+    assert "~ [1] Switch id=onoff tap (was: Switch id=onoff checked tap)" in lines
+    assert '~ [2] ImageButton "New alarm" id=fab tap (was: ImageButton "Add alarm" id=fab tap)' in lines
+    gone = parse_hierarchy(XML.replace("7:30 AM", ""))
+    assert diff_screens(before, gone)[-1].startswith('- [0] TextView "7:30 AM"')
+    other = parse_hierarchy(XML.replace("com.google.android.deskclock", "com.other"))
+    assert diff_screens(before, other) == ["app changed: com.google.android.deskclock → com.other"]

@@ -84,6 +84,9 @@ def test_disable_alarm_through_the_gui_succeeds(device, device_ref, store):
     )
     assert [s.feedback.status for s in traj.steps] == [FeedbackStatus.ok] * 3
     assert "6:15" in traj.steps[0].feedback.observation.screen
+    assert traj.steps[0].feedback.observation.changes.startswith("app changed:")
+    assert "~ " in traj.steps[1].feedback.observation.changes and "Switch" in traj.steps[1].feedback.observation.changes
+    assert "Changes:" in traj.steps[2].messages[-1].content  # the planner was told what its tap did
     assert traj.verdict.success, traj.verdict
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from device_farm import Device
 from device_farm.android import installed_packages
 from device_farm.errors import DeviceError
-from device_farm.hierarchy import Screen, parse_hierarchy
+from device_farm.hierarchy import Screen, diff_screens, parse_hierarchy
 from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, Observation, ToolCall, ToolError, ToolSpec
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import SafetyGate, Sensitivity
@@ -56,14 +56,21 @@ class ToolContext:
     screen: Screen | None = None
     screen_chars: int = 3000
     _installed: set[str] | None = field(default=None, repr=False)
+    _shown: Screen | None = field(default=None, repr=False)  # the last screen put in front of the planner
 
     def observe(self) -> Screen:
         self.screen = parse_hierarchy(self.device.dump_hierarchy())
         return self.screen
 
     def observation(self) -> Observation:
+        """The current screen as the planner will see it, with what changed since it last saw one."""
         screen = self.screen or self.observe()
-        return Observation(package=screen.package, screen=screen.to_text(self.screen_chars), digest=screen.digest)
+        shown, self._shown = self._shown, screen
+        if shown is None:
+            changes = ""
+        else:
+            changes = "\n".join(diff_screens(shown, screen)) or "(no change)"
+        return Observation(package=screen.package, screen=screen.to_text(self.screen_chars), digest=screen.digest, changes=changes)
 
     def installed(self, refresh: bool = False) -> set[str]:
         if self._installed is None or refresh:
