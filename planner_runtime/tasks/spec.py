@@ -179,6 +179,9 @@ class TaskSpec(SpecModel):
     setup: tuple[SetupAction, ...] = ()
     checks: tuple[CheckSpec, ...] = Field(min_length=1)
     max_steps: int = Field(default=10, ge=1, le=100)
+    # The user's replies to ask_user: question pattern (a case-insensitive regular expression
+    # searched in the question) → answer (a template). Unmatched questions get no answer.
+    user_answers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _goal_renders(self) -> TaskSpec:
@@ -246,7 +249,15 @@ def load_suite(path: Path | str) -> Suite:
     return suite
 
 
-def builtin_suite(name: str = "skeleton") -> Suite:
+def builtin_suite(name: str | None = None) -> Suite:
+    """A built-in suite by name, or every built-in suite together (ids are unique across them)."""
+    if name is None:
+        tasks = [t for path in sorted(SUITES_DIR.glob("*.yaml")) for t in load_suite(path).tasks]
+        ids = [t.id for t in tasks]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise TaskSpecError(str(SUITES_DIR), None, "id", f"task ids used in two built-in suites: {dupes}")
+        return Suite(tasks=tuple(tasks))
     path = SUITES_DIR / f"{name}.yaml"
     if not path.exists():
         names = sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
