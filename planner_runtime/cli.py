@@ -31,6 +31,9 @@ app.add_typer(export_app, name="export")
 from planner_runtime.memory_cli import memory_app, run_memory  # noqa: E402 - the memory sub-app
 
 app.add_typer(memory_app, name="memory")
+from planner_runtime.viewer.cli import view  # noqa: E402 - planner-agent view
+
+app.command()(view)
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
