@@ -39,7 +39,7 @@ class ArtifactStore:
         """Store ``data`` (once) and return its reference."""
         digest = hashlib.sha256(data).hexdigest()
         ref = f"{digest}.{ext}"
-        if not _REF.match(ref):
+        if not _REF.fullmatch(ref):
             raise StoreError(f"bad artifact extension {ext!r}")
         path = self.path(ref)
         if path.exists():
@@ -60,7 +60,7 @@ class ArtifactStore:
     def path(self, ref: str) -> Path:
         """Where the artifact ``ref`` lives (whether or not it exists); refuses anything that is
         not a reference, so a reference from a request can never name another file."""
-        match = _REF.match(ref)
+        match = _REF.fullmatch(ref)
         if match is None:
             raise StoreError(f"not an artifact reference: {ref!r}")
         digest = match.group(1)
@@ -74,7 +74,7 @@ class ArtifactStore:
             raise StoreError(f"no artifact {ref} under {self.root}") from exc
 
     def __contains__(self, ref: str) -> bool:
-        return _REF.match(ref) is not None and self.path(ref).exists()
+        return _REF.fullmatch(ref) is not None and self.path(ref).exists()
 
     @staticmethod
     def media_type(ref: str) -> str:

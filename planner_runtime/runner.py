@@ -17,8 +17,11 @@ from planner_runtime.contract import DeviceRef, Source, Step, Trajectory, new_id
 from planner_runtime.harness.memory import MemoryStore, episode_context, record_episode, scratch_store
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
+from planner_runtime.harness.subagents import Lineage, with_delegate
 from planner_runtime.harness.toolbox import toolset_for
 from planner_runtime.harness.tools.memory import memory_tools
+from planner_runtime.harness.tools.screenshot import Screenshot
+from planner_runtime.harness.tools.user import Answerer, AskUser, ScriptedAnswers, chain
 from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed, seeds_memory
 from planner_runtime.tasks.spec import TaskSpec
@@ -76,6 +79,8 @@ def run_goal(
     memory: MemoryStore | None = None,
     collection: str | None = None,
     item: str | None = None,
+    ask: Answerer | None = None,
+    on_child_step: Callable[[Step], None] | None = None,
 ) -> Trajectory:
     """Run one episode; seed before and verify after when ``task`` is given.
 
@@ -84,6 +89,9 @@ def run_goal(
     reminders are appended to the system prompt, the memory tools are offered, and a summary of
     the episode is written to it at the end. A task that seeds memories and is given none runs
     on a scratch store, so running a task never changes a real profile.
+    ``ask_user`` is answered by the task's scripted ``user_answers`` first, then by ``ask`` (the
+    person at the terminal, or a file of answers); without either, no user is available.
+    ``on_child_step`` sees the steps of delegated sub-agents as they happen.
     """
     with ExitStack() as stack:
         if memory is None and task is not None and seeds_memory(task):
@@ -93,7 +101,14 @@ def run_goal(
             device.press("home")
         trajectory_id = new_id("traj_")
         extra = memory_tools(memory, trajectory_id) if memory is not None else []
+        scripted = None
+        if task is not None and task.user_answers:
+            scripted = ScriptedAnswers.from_mapping({k: task.render(v) for k, v in task.user_answers.items()}, f"task {task.id}")
+        extra = extra + [AskUser(chain(scripted, ask)), Screenshot()]
         tools, ctx, skills_text = toolset_for(goal, device, gate=gate, extra=extra)
+        limits = EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12))
+        lineage = Lineage(planner=planner, store=store, device=device_ref, parent_id=trajectory_id, source=source, limits=limits, on_step=on_child_step)
+        tools = with_delegate(tools, lineage)
         known = episode_context(memory, goal) if memory is not None else ""
         episode = Episode(
             goal=goal,
@@ -105,7 +120,7 @@ def run_goal(
             device=device_ref,
             source=source,
             task_id=task.id if task else None,
-            limits=EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12)),
+            limits=limits,
             on_step=on_step,
             trajectory_id=trajectory_id,
             collection=collection,

@@ -70,6 +70,7 @@ class Episode:
     task_id: str | None = None
     collection: str | None = None
     item: str | None = None
+    parent: str | None = None  # a sub-agent's episode: the trajectory that delegated it
     limits: EpisodeLimits = EpisodeLimits()
     sampling: Sampling | None = None
     system_prompt: str = SYSTEM_PROMPT  # the harness's prompt plus, per episode, the chosen skills
@@ -145,6 +146,7 @@ class Episode:
             tools=tuple(self.tools.specs()),
             collection=self.collection,
             item=self.item,
+            parent=self.parent,
         )
         self.store.begin(header)
         self._usage = Usage()
