@@ -369,6 +369,8 @@ class AndroidSystem:
             self.home()
         elif y1 <= STATUS_BAR_HEIGHT and y2 - y1 > 200 and not self.dialogs:
             self.shade_open = True
+        elif not self.dialogs and not self.shade_open and abs(y2 - y1) > abs(x2 - x1):
+            self.foreground.on_scroll(int(y1 - y2))
 
     def key(self, code: int) -> None:
         if code == KEYCODES["BACK"]:

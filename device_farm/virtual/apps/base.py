@@ -45,6 +45,10 @@ class Activity:
         """True if the activity consumed BACK (it stays on top)."""
         return False
 
+    def on_scroll(self, dy: int) -> bool:
+        """A vertical drag of ``dy`` pixels (positive: content moves up); True if it scrolled."""
+        return False
+
     def finish(self) -> None:
         self.system.finish_activity(self)
 

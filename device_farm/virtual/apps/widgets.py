@@ -45,3 +45,21 @@ def group(bounds: Bounds, children: list[ViewNode], resource_id: str = "",
     return ViewNode(cls, bounds, resource_id=resource_id, scrollable=scrollable, children=children,
                     clickable=on_click is not None, focusable=on_click is not None,
                     on_click=on_click)
+
+
+def row_list(bounds: Bounds, rows: list[Callable[[Bounds], ViewNode]], row_height: int, first: int,
+             resource_id: str, cls: str = "androidx.recyclerview.widget.RecyclerView") -> ViewNode:
+    """A list showing the rows that fit from index ``first`` on; scrollable when some do not fit.
+    Each row is built by its function from the bounds it gets."""
+    fit = max(1, (bounds.bottom - bounds.top) // row_height)
+    children = [make(Bounds(bounds.left, bounds.top + i * row_height, bounds.right,
+                            bounds.top + (i + 1) * row_height))
+                for i, make in enumerate(rows[first:first + fit])]
+    return group(bounds, children, resource_id, cls, scrollable=len(rows) > fit)
+
+
+def scrolled(first: int, dy: int, row_height: int, total: int, bounds: Bounds) -> int:
+    """The first visible row after a drag of ``dy`` pixels over a ``row_list``."""
+    fit = max(1, (bounds.bottom - bounds.top) // row_height)
+    steps = round(dy / row_height) or (1 if dy > 0 else -1)
+    return max(0, min(max(0, total - fit), first + steps))
