@@ -34,6 +34,9 @@ app.add_typer(memory_app, name="memory")
 from planner_runtime.viewer.cli import view  # noqa: E402 - planner-agent view
 
 app.command()(view)
+from planner_runtime.trajectories_cli import trajectories_app  # noqa: E402 - planner-agent trajectories
+
+app.add_typer(trajectories_app, name="trajectories")
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)

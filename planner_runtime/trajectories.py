@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterator
+from enum import Enum
+from typing import Any, Iterator
 
 from sqlalchemy import (
     JSON,
@@ -23,11 +25,13 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    func,
     insert,
     select,
     update,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.sql import Select
 
 from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
 from planner_runtime.errors import StoreError
@@ -89,6 +93,60 @@ def _pid_alive(writer: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which trajectories a query selects; ``None`` leaves a field unfiltered. ``success=False``
+    is a verified failure (an unverified episode is neither); ``since`` is inclusive, ``until``
+    exclusive, both on the start time."""
+
+    task_id: str | None = None
+    status: str | None = None
+    success: bool | None = None
+    failure_kind: str | None = None
+    planner: str | None = None
+    planner_release: str | None = None
+    harness_release: str | None = None
+    source: str | None = None
+    collection: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def apply(self, query: Select) -> Select:
+        t = trajectories
+        for name in ("task_id", "status", "success", "failure_kind", "planner", "planner_release",
+                     "harness_release", "source", "collection"):
+            value = getattr(self, name)
+            if value is not None:
+                query = query.where(t.c[name] == (value.value if isinstance(value, Enum) else value))
+        if self.since is not None:
+            query = query.where(t.c.started_at >= aware(self.since))
+        if self.until is not None:
+            query = query.where(t.c.started_at < aware(self.until))
+        return query
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A trajectory's row without its steps, as listings show it."""
+
+    id: str
+    task_id: str | None
+    goal: str
+    source: str
+    planner: str
+    planner_release: str
+    harness_release: str
+    collection: str | None
+    status: str
+    success: bool | None
+    failure_kind: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    started_at: datetime
+    ended_at: datetime | None
+    steps: int
 
 
 class TrajectoryStore(SqliteFile):
@@ -221,19 +279,29 @@ class TrajectoryStore(SqliteFile):
         status: str | None = None,
         success: bool | None = None,
         since: datetime | None = None,
+        **more: Any,
     ) -> Iterator[str]:
-        """Trajectory ids, oldest first, filtered by task, status, verdict and start time."""
-        query = select(trajectories.c.id).order_by(trajectories.c.started_at)
-        if since is not None:
-            query = query.where(trajectories.c.started_at >= aware(since))
-        if task_id is not None:
-            query = query.where(trajectories.c.task_id == task_id)
-        if status is not None:
-            query = query.where(trajectories.c.status == status)
-        if success is not None:
-            query = query.where(trajectories.c.success == success)
+        """Trajectory ids, oldest first, filtered as :class:`Filter` says (same keywords)."""
+        where = Filter(task_id=task_id, status=status, success=success, since=since, **more)
+        query = where.apply(select(trajectories.c.id)).order_by(trajectories.c.started_at)
         with self.engine.connect() as conn:
             yield from conn.execute(query).scalars()
+
+    def query(self, where: Filter | None = None, *, limit: int | None = None) -> list[Summary]:
+        """One summary row per matching trajectory (no steps loaded), oldest first; with
+        ``limit``, the newest ``limit`` of them."""
+        t = trajectories
+        n_steps = select(func.count()).where(steps.c.trajectory_id == t.c.id).scalar_subquery()
+        cols = [t.c.id, t.c.task_id, t.c.goal, t.c.source, t.c.planner, t.c.planner_release, t.c.harness_release,
+                t.c.collection, t.c.status, t.c.success, t.c.failure_kind, t.c.prompt_tokens, t.c.completion_tokens,
+                t.c.started_at, t.c.ended_at, n_steps.label("steps")]
+        query = (where or Filter()).apply(select(*cols)).order_by(t.c.started_at.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [Summary(**{**r._asdict(), "started_at": aware(r.started_at),
+                           "ended_at": aware(r.ended_at) if r.ended_at else None}) for r in reversed(rows)]
 
 
 def completed_items(store: TrajectoryStore, collection: str) -> set[str]:

@@ -55,8 +55,7 @@ def view(
     try:
         with TrajectoryStore(store or Settings.from_env().store_path) as db:
             if failed:
-                ids = list(db.ids(success=False, since=since))
-                trajs = [t for t in (db.get(i) for i in ids) if until is None or t.started_at < _aware(until)]
+                trajs = [db.get(i) for i in db.ids(success=False, since=since, until=until)]
             else:
                 trajs = [db.get(trajectory_id)]
     except PlannerRuntimeError as exc:
@@ -70,8 +69,3 @@ def view(
     steps = sum(len(t.steps) for t in trajs)
     print(f"wrote {path} ({len(trajs)} {'trajectory' if len(trajs) == 1 else 'trajectories'}, {steps} steps)")
 
-
-def _aware(value: datetime) -> datetime:
-    from planner_runtime.sqlite_file import aware
-
-    return aware(value)
