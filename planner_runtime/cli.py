@@ -47,7 +47,20 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _print_step(step: Step) -> None:
+def _screen_summary(step: Step) -> str:
+    """One line about the screen after the step: its app and how many elements it shows."""
+    obs = step.feedback.observation
+    if obs is None:
+        return "screen not read"
+    lines = obs.screen.splitlines()
+    count = sum(1 for line in lines if line.startswith("["))
+    more = next((int(line.split()[1]) for line in lines if line.startswith("... ") and line.split()[1].isdigit()), 0)
+    shot = "  (screenshot)" if obs.screenshot else ""
+    return f"screen: {obs.package or '?'} · {count + more} elements{shot}"
+
+
+def _print_step(step: Step, depth: int = 0) -> None:
+    """A step as the live view and `show` print it; a sub-agent's steps are indented (``depth``)."""
     fb = step.feedback
     call = step.tool_call
     what = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)}" if call else f"(no call) {step.raw_output[:80]!r}"
@@ -56,7 +69,34 @@ def _print_step(step: Step) -> None:
     else:
         shown = json.dumps(fb.result, ensure_ascii=False) if fb.result is not None else ""
         outcome = f"[green]{fb.status.value}[/green] {shown[:120]}"
-    console.print(f"[bold]step {step.index + 1}[/bold]  {what}\n        → {outcome}  [dim]({step.plan_seconds:.2f}s plan, {step.act_seconds:.2f}s act)[/dim]")
+    pad = "    │ " * depth
+    label = "sub-step" if depth else "step"
+    note = f"\n{pad}        [yellow]{fb.note}[/yellow]" if fb.note else ""
+    console.print(
+        f"{pad}[bold]{label} {step.index + 1}[/bold]  {what}\n{pad}        → {outcome}  "
+        f"[dim]({step.plan_seconds:.2f}s plan, {step.act_seconds:.2f}s act)[/dim]{note}\n{pad}        [dim]{_screen_summary(step)}[/dim]",
+        markup=True,
+    )
+
+
+def _print_child_step(step: Step) -> None:
+    """The live view of a sub-agent at work (its delegate step is printed when it returns)."""
+    if step.index == 0:
+        console.print("    ┌ [bold]sub-agent[/bold] working")
+    _print_step(step, 1)
+
+
+def _ask_user(question: str) -> str:
+    return typer.prompt(f"The assistant asks: {question}", err=True)
+
+
+def _answerer(answers: Path | None):  # noqa: ANN202 - an Answerer, or None when nobody can answer
+    """A file of answers (question pattern → answer) first; then the person, when at a terminal."""
+    import sys
+
+    from planner_runtime.harness.tools.user import ScriptedAnswers, chain
+
+    return chain(ScriptedAnswers.load(answers) if answers else None, _ask_user if sys.stdin.isatty() else None)
 
 
 def _print_summary(traj: Trajectory) -> None:
@@ -115,6 +155,7 @@ def run(
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Memory profile to recall from and write to (default: 'default'; a task run without it gets a scratch memory)."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Do not read or write the memory profile."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="YAML of question pattern (regex) → answer for ask_user; without a terminal and without it, no user is available."),
 ) -> None:
     """Run the assistant on a phone (the built-in virtual phone when none is attached)."""
     from planner_runtime.runner import open_device, run_goal
@@ -149,6 +190,8 @@ def run(
                     on_step=_print_step,
                     gate=_safety_gate(policy),
                     memory=memory,
+                    ask=_answerer(answers),
+                    on_child_step=_print_child_step,
                 )
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
@@ -175,14 +218,24 @@ def show(
     try:
         with TrajectoryStore(store or Settings.from_env().store_path) as db:
             traj = db.get(trajectory_id)
+            children = {ref: db.get(ref) for ref in db.children(traj.id)}
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
         print(traj.to_json())
         return
+    if traj.parent:
+        console.print(f"[dim]a sub-agent's episode, delegated by {traj.parent}[/dim]")
     console.print(f"[bold]goal:[/bold] {traj.goal}  [dim]task {traj.task_id or '-'}, planner {traj.planner_release}, {traj.source.value}[/dim]")
     for step in traj.steps:
         _print_step(step)
+        result = step.feedback.result
+        child = children.get(result.get("trajectory", "")) if isinstance(result, dict) else None
+        if child is not None:  # the delegate step: the sub-agent's own steps, nested under it
+            console.print(f"    │ [bold]sub-agent[/bold] {child.id}: {child.goal}")
+            for sub in child.steps:
+                _print_step(sub, 1)
+            console.print(f"    └ {child.status.value}, answer: {child.answer or '-'}")
     _print_summary(traj)
 
 

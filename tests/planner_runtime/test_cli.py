@@ -178,3 +178,42 @@ def test_collect_runs_in_parallel_and_resumes(tmp_path):
     coll = re.search(r"collection (coll_\w+)", flat).group(1)
     more = cli("collect", "-k", "3", "--resume", coll, *common)
     assert "1 succeeded, 1 failed, 0 infra episodes retried, 4 skipped" in " ".join(more.stdout.split())
+
+
+def test_run_delegates_shows_screens_and_nests_the_sub_agent_in_show(tmp_path):
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([
+        {"name": "delegate", "arguments": {"goal": "Find Grace Hopper's number in Contacts", "tools": ["open_app"], "budget": 3}},
+        {"name": "open_app", "arguments": {"app": "Contacts"}},  # the sub-agent
+        {"name": "finish", "arguments": {"answer": "+1 555 0199"}},
+        {"name": "add_contact", "arguments": {"name": "Admiral Hopper", "phone": "+1 555 0199"}},
+        {"name": "finish", "arguments": {"answer": "Saved."}},
+    ]))
+    db = tmp_path / "t.sqlite"
+    res = cli("run", "--task", "subagent.save_number_as_new_contact", "--planner", "scripted", "--script", str(script),
+              "--adb", _no_adb(), "--store", str(db))
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "verdict: success" in res.stdout
+    assert "│ sub-step 1  open_app" in res.stdout  # the live view shows the child's steps as they run
+    assert "screen: com.google.android.contacts ·" in res.stdout and "elements" in res.stdout
+    traj_id = re.search(r"trajectory: (traj_\w+)", res.stdout).group(1)
+    shown = cli("show", traj_id, "--store", str(db)).stdout
+    lines = shown.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("step 1  delegate"))
+    second = next(i for i, line in enumerate(lines) if line.startswith("step 2  add_contact"))
+    nested = "\n".join(lines[first:second])
+    assert "│ sub-agent traj_" in nested and "│ sub-step 2  finish" in nested and "└ finished, answer: +1 555 0199" in nested
+
+
+def test_run_answers_ask_user_from_a_file_or_says_no_user(tmp_path):
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "ask_user", "arguments": {"question": "Which time should I use?"}},
+                                  {"name": "finish", "arguments": {"answer": "ok"}}]))
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("'which time': '7:30 please'\n")
+    common = ("run", "Set an alarm", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
+    answered = cli(*common, "--answers", str(answers))
+    assert answered.returncode == 0, answered.stderr
+    assert "7:30 please" in answered.stdout
+    nobody = cli(*common)  # no terminal, no file: the planner hears nobody is there
+    assert nobody.returncode == 0 and "no_user" in nobody.stdout
