@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -30,7 +32,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import Select
 
 from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
@@ -156,8 +158,16 @@ class TrajectoryStore(SqliteFile):
     what = "trajectory store"
 
     def _opened(self) -> None:
+        # One write transaction at a time from this process: SQLite has one writer anyway, and
+        # threads queued on a lock wake at once where SQLite's busy handler sleeps up to 100 ms.
+        self._write_lock = threading.Lock()
         _add_missing_columns(self.engine)
         self._mark_dead_writers_interrupted()
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        with self._write_lock, self.engine.begin() as conn:
+            yield conn
 
     # -- writing ----------------------------------------------------------------------------
     def begin(self, traj: Trajectory) -> None:
@@ -178,12 +188,12 @@ class TrajectoryStore(SqliteFile):
             "started_at": traj.started_at,
             "writer": _writer_id(),
         }
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             conn.execute(insert(trajectories).values(**row))
 
     def append_step(self, trajectory_id: str, step: Step) -> None:
         fb = step.feedback
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             conn.execute(
                 insert(steps).values(
                     trajectory_id=trajectory_id,
@@ -196,7 +206,7 @@ class TrajectoryStore(SqliteFile):
             )
 
     def end(self, trajectory_id: str, status: TrajectoryStatus, *, answer: str | None, usage: Usage) -> None:
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             conn.execute(
                 update(trajectories)
                 .where(trajectories.c.id == trajectory_id)
@@ -210,7 +220,7 @@ class TrajectoryStore(SqliteFile):
             )
 
     def set_verdict(self, trajectory_id: str, verdict: Verdict) -> None:
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             conn.execute(
                 update(trajectories)
                 .where(trajectories.c.id == trajectory_id)
@@ -222,7 +232,7 @@ class TrajectoryStore(SqliteFile):
             )
 
     def _mark_dead_writers_interrupted(self) -> None:
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             running = conn.execute(
                 select(trajectories.c.id, trajectories.c.writer).where(trajectories.c.status == TrajectoryStatus.running.value)
             ).all()
