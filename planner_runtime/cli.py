@@ -150,6 +150,7 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token limit (prompt + output, all turns)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the trajectory as JSON at the end."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
@@ -191,6 +192,7 @@ def run(
                     gate=_safety_gate(policy),
                     memory=memory,
                     ask=_answerer(answers),
+                    max_tokens=max_tokens,
                     on_child_step=_print_child_step,
                 )
     except PlannerRuntimeError as exc:

@@ -80,6 +80,7 @@ def run_goal(
     collection: str | None = None,
     item: str | None = None,
     ask: Answerer | None = None,
+    max_tokens: int | None = None,
     on_child_step: Callable[[Step], None] | None = None,
 ) -> Trajectory:
     """Run one episode; seed before and verify after when ``task`` is given.
@@ -106,7 +107,7 @@ def run_goal(
             scripted = ScriptedAnswers.from_mapping({k: task.render(v) for k, v in task.user_answers.items()}, f"task {task.id}")
         extra = extra + [AskUser(chain(scripted, ask)), Screenshot()]
         tools, ctx, skills_text = toolset_for(goal, device, gate=gate, extra=extra)
-        limits = EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12))
+        limits = EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12), max_tokens=max_tokens)
         lineage = Lineage(planner=planner, store=store, device=device_ref, parent_id=trajectory_id, source=source, limits=limits, on_step=on_child_step)
         tools = with_delegate(tools, lineage)
         known = episode_context(memory, goal) if memory is not None else ""

@@ -217,3 +217,12 @@ def test_run_answers_ask_user_from_a_file_or_says_no_user(tmp_path):
     assert "7:30 please" in answered.stdout
     nobody = cli(*common)  # no terminal, no file: the planner hears nobody is there
     assert nobody.returncode == 0 and "no_user" in nobody.stdout
+
+
+def test_run_stops_at_the_token_limit(tmp_path):
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "read_screen", "arguments": {}}] * 5))
+    res = cli("run", "Look around", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(),
+              "--store", str(tmp_path / "t.sqlite"), "--max-tokens", "50")
+    assert res.returncode == 0, res.stderr
+    assert "status: truncated" in res.stdout and "(1 steps," in res.stdout

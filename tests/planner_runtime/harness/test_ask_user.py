@@ -19,7 +19,10 @@ def _alarm_task(**extra) -> TaskSpec:
     return TaskSpec.model_validate({
         "id": "clock.ask_time", "goal": "Set an alarm", "domain": "clock", "params": {"hour": 7, "minute": 30},
         "setup": [{"content_delete": {"uri": "content://com.android.deskclock/alarms"}}],
-        "checks": [{"content": {"uri": "content://com.android.deskclock/alarms", "where": "hour={hour} AND minutes={minute}"}}],
+        "checks": [
+            {"content": {"uri": "content://com.android.deskclock/alarms", "where": "hour={hour} AND minutes={minute}"}},
+            {"asked_before": {"tool": "set_alarm"}},
+        ],
         **extra,
     })
 
@@ -36,7 +39,14 @@ def test_the_tasks_scripted_user_answers_and_the_answer_is_acted_on(device, devi
     fb = traj.steps[0].feedback
     assert fb.status is FeedbackStatus.ok and fb.result == {"question": "What time should the alarm be?", "answer": "7:30 please"}
     assert "7:30 please" in traj.steps[1].messages[-1].content  # the planner read the reply
-    assert traj.verdict.success
+    assert traj.verdict.success and "ask_user at step 1" in traj.verdict.checks[1].evidence
+
+
+def test_acting_without_asking_fails_the_asked_before_check(device, device_ref, store):
+    task = _alarm_task(user_answers={"time": "7:30"})
+    script = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, ASK, {"name": "finish", "arguments": {"answer": "set"}}]
+    traj = _run(script, device, device_ref, store, task=task)
+    assert [c.passed for c in traj.verdict.checks] == [True, False]
 
 
 def test_without_a_user_the_planner_is_told_so(device, device_ref, store):
