@@ -12,10 +12,11 @@ from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
+from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), SendMessage(), ReadMessages(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:

@@ -1,0 +1,87 @@
+"""Text-message tools over Android's own mechanisms.
+
+``send_message`` opens the messaging app with ``ACTION_SENDTO smsto:<number>`` and the text in
+``sms_body`` — the intent every SMS app handles — then taps its Send button, so nothing is sent
+until that tap (and the tap happens only past the safety gate). ``read_messages`` reads
+Telephony's ``content://sms/inbox``. A recipient given by name is looked up in Contacts first.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from pydantic import Field
+
+from device_farm.android import Intent, content_query, start_activity
+from device_farm.errors import ShellCommandError
+from device_farm.hierarchy import Element
+from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.safety import Sensitivity
+from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools.apps import _require_app, _sql_text
+from planner_runtime.harness.tools.gui import wait_for_screen
+
+SENDTO = "android.intent.action.SENDTO"
+SMS_INBOX = "content://sms/inbox"
+PHONES_URI = "content://com.android.contacts/data/phones"
+
+
+def number_for(ctx: ToolContext, to: str) -> str:
+    """``to`` itself when it is a number, else the saved number of the contact named ``to``."""
+    if sum(c.isdigit() for c in to) >= 3:
+        return to.strip()
+    rows = content_query(ctx.device, PHONES_URI, projection=["display_name", "data1"],
+                         where=f"display_name={_sql_text(to.strip())}")
+    if not rows or not rows[0].get("data1"):
+        raise ToolFailure(ErrorCode.element_not_found, f"no saved contact named {to!r} with a phone number; give the number")
+    return str(rows[0]["data1"])
+
+
+def _is_send_button(e: Element) -> bool:
+    label = (e.description or e.text).strip().lower()
+    return "tap" in e.actions and (label.startswith("send") or e.resource_id.endswith("send_message_button_icon"))
+
+
+class SendMessageArgs(ToolArgs):
+    to: str = Field(min_length=1, description="Phone number, or the name of a saved contact")
+    text: str = Field(min_length=1, description="The message to send, exactly")
+
+
+class SendMessage(Tool):
+    name = "send_message"
+    description = "Send a text message (SMS) to a phone number or a saved contact (asks the user first)."
+    Args = SendMessageArgs
+    sensitive = Sensitivity.send
+
+    def run(self, ctx: ToolContext, args: SendMessageArgs) -> ToolResult:
+        _require_app(ctx, "Messages")
+        number = number_for(ctx, args.to)
+        intent = Intent(action=SENDTO, data="smsto:" + quote(number, safe="+"), extras={"sms_body": args.text})
+        try:
+            start_activity(ctx.device, intent)
+        except ShellCommandError as exc:
+            raise ToolFailure(ErrorCode.action_failed, f"no messaging app took the message: {exc.output.strip()[:200]}") from exc
+        screen = wait_for_screen(ctx, lambda s: any(_is_send_button(e) for e in s.elements))
+        send = next((e for e in screen.elements if _is_send_button(e)), None)
+        if send is None:
+            raise ToolFailure(ErrorCode.element_not_found, "the conversation opened but shows no Send button; nothing was sent")
+        ctx.device.click(*send.bounds.center)
+        ctx.observe()
+        return ToolResult(result={"sent_to": number, "text": args.text}, observe=True)
+
+
+class ReadMessagesArgs(ToolArgs):
+    sender: str = Field(default="", description="Only messages from this number or saved contact; empty for all")
+    limit: int = Field(default=5, ge=1, le=20, description="How many of the newest messages")
+
+
+class ReadMessages(Tool):
+    name = "read_messages"
+    description = "Read the newest received text messages (sender, text), newest first."
+    Args = ReadMessagesArgs
+
+    def run(self, ctx: ToolContext, args: ReadMessagesArgs) -> ToolResult:
+        _require_app(ctx, "Messages")
+        where = f"address={_sql_text(number_for(ctx, args.sender))}" if args.sender else None
+        rows = content_query(ctx.device, SMS_INBOX, projection=["address", "body", "date"], where=where, sort="date DESC, _id DESC")
+        return ToolResult(result=[{"from": r.get("address"), "text": r.get("body")} for r in rows[: args.limit]])

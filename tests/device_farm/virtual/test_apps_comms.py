@@ -1,0 +1,63 @@
+"""Messages, Phone, Gmail and Calendar on the virtual phone, driven only through adb: intents
+with `am start`, their providers with `content`, and the UI with uiautomator2."""
+
+from __future__ import annotations
+
+import uiautomator2 as u2
+
+MESSAGES = "com.google.android.apps.messaging"
+SMS = "content://sms"
+
+
+def _sms(d, sender: str, body: str, box: str = "inbox") -> None:
+    out = d.shell2(f"content insert --uri {SMS}/{box} --bind address:s:'{sender}' --bind body:s:'{body}'")
+    assert out.returncode == 0, out.output
+
+
+def test_sendto_opens_a_conversation_and_send_writes_the_sent_box(virtual_phone):
+    d = virtual_phone.device
+    _sms(d, "+15550123", "Are we still on for lunch?")
+    out = d.shell2("am start -a android.intent.action.SENDTO -d smsto:+15550123 --es sms_body 'Yes, 12:30'")
+    assert out.returncode == 0 and "act=android.intent.action.SENDTO" in out.output
+    ui = u2.connect(d)
+    assert ui.app_current()["activity"].endswith("ConversationActivity")
+    assert ui(resourceId=f"{MESSAGES}:id/message_text", text="Are we still on for lunch?").exists
+    assert ui(resourceId=f"{MESSAGES}:id/compose_message_text").get_text() == "Yes, 12:30"
+    ui(description="Send SMS").click()
+    assert d.shell(f"content query --uri {SMS}/sent --projection address:body:type") \
+        == "Row: 0 address=+15550123, body=Yes, 12:30, type=2"
+    assert d.shell(f"content query --uri {SMS}/inbox --projection body") == "Row: 0 body=Are we still on for lunch?"
+    assert ui(resourceId=f"{MESSAGES}:id/message_text", text="Yes, 12:30").exists
+
+
+def test_conversation_list_shows_threads_by_contact_name_and_opens_them(virtual_phone):
+    d = virtual_phone.device
+    d.shell("content insert --uri content://com.android.contacts/raw_contacts "
+            "--bind display_name:s:'Ada Lovelace' --bind phone:s:'+1 555 0100'")
+    for i in range(12):
+        _sms(d, f"+1555020{i:02d}", f"note {i}")
+    _sms(d, "+1 555 0100", "See you at the lab")
+    d.shell(f"am start -n {MESSAGES}/.ui.ConversationListActivity")
+    ui = u2.connect(d)
+    names = ui(resourceId=f"{MESSAGES}:id/conversation_name")
+    assert names[0].get_text() == "Ada Lovelace"  # newest thread first, named from Contacts
+    assert 4 < names.count < 13  # only what fits; the list scrolls
+    assert ui(resourceId=f"{MESSAGES}:id/list").info["scrollable"]
+    ui(text="Ada Lovelace").click()
+    assert ui(resourceId=f"{MESSAGES}:id/conversation_title").get_text() == "Ada Lovelace"
+    assert d.shell(f"content query --uri {SMS} --where \"address='+1 555 0100'\" --projection read") == "Row: 0 read=1"
+    ui.press("back")
+    assert ui(resourceId=f"{MESSAGES}:id/start_chat_fab").exists
+
+
+def test_start_chat_typed_recipient_and_text(virtual_phone):
+    d = virtual_phone.device
+    d.shell(f"monkey -p {MESSAGES} -c android.intent.category.LAUNCHER 1")
+    ui = u2.connect(d)
+    assert ui(textContains="start a new conversation").exists
+    ui(text="Start chat").click()
+    ui(resourceId=f"{MESSAGES}:id/recipient_text_view").set_text("+15550999")
+    ui(resourceId=f"{MESSAGES}:id/compose_message_text").set_text("Hello there")
+    ui(description="Send SMS").click()
+    assert d.shell(f"content query --uri {SMS}/sent --projection address:body") \
+        == "Row: 0 address=+15550999, body=Hello there"
