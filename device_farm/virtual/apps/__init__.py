@@ -16,5 +16,6 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.contacts import Contacts
     from device_farm.virtual.apps.launcher import Launcher
     from device_farm.virtual.apps.messages import Messages
+    from device_farm.virtual.apps.shopping import Shopping
 
-    return [Launcher, Clock, Contacts, Messages]
+    return [Launcher, Clock, Contacts, Messages, Shopping]

@@ -1,0 +1,68 @@
+"""Shopping tools over the Amazon Shopping app: ``search_products`` opens the search-results
+deep link (`https://www.amazon.com/s?k=...`, which the app handles) and reads the list;
+``buy_product`` (sensitive: purchase) finds the product the same way, taps it, "Buy Now" and
+"Place your order", and checks the confirmation."""
+
+from __future__ import annotations
+
+from urllib.parse import quote_plus
+
+from pydantic import Field
+
+from device_farm.android import Intent
+from planner_runtime.harness.safety import Sensitivity
+from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolResult
+from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, pick, settle, tap, tap_id
+
+VIEW = "android.intent.action.VIEW"
+
+
+def _results(ctx: ToolContext, query: str, package: str) -> tuple[list[dict[str, object]], object]:
+    url = f"https://www.amazon.com/s?k={quote_plus(query)}"
+    screen = open_screen(ctx, Intent(action=VIEW, data=url),
+                         "Amazon Shopping", lambda s: has("item_title")(s) or has("no_results")(s))
+    titles, prices = by_id(screen, "item_title"), by_id(screen, "item_price")
+    items = [{"title": t.text, "price": money_value(p.text)} for t, p in zip(titles, prices)]
+    return items, screen
+
+
+class SearchProductsArgs(ToolArgs):
+    query: str = Field(min_length=1, description="What to search for, e.g. 'usb c charger'")
+
+
+class SearchProducts(Tool):
+    name = "search_products"
+    description = "Search Amazon Shopping and return the results shown first (title and price in dollars)."
+    Args = SearchProductsArgs
+
+    def run(self, ctx: ToolContext, args: SearchProductsArgs) -> ToolResult:
+        package = _require_app(ctx, "Shopping")
+        items, _ = _results(ctx, args.query, package)
+        return ToolResult(result={"query": args.query, "results": items}, observe=True)
+
+
+class BuyProductArgs(ToolArgs):
+    query: str = Field(min_length=1, description="Search words that find the product")
+    title: str = Field(default="", description="Words of the exact product title to pick among the results; empty = the first result")
+
+
+class BuyProduct(Tool):
+    name = "buy_product"
+    description = "Buy one unit of a product on Amazon Shopping now (Buy Now, then Place your order). Spends the user's money."
+    Args = BuyProductArgs
+    sensitive = Sensitivity.purchase
+
+    def run(self, ctx: ToolContext, args: BuyProductArgs) -> ToolResult:
+        package = _require_app(ctx, "Shopping")
+        _, screen = _results(ctx, args.query, package)
+        titles = by_id(screen, "item_title")  # type: ignore[arg-type]
+        chosen = pick(titles, args.title or args.query, "product") if args.title or not titles else titles[0]
+        tap(ctx, chosen)
+        screen = settle(ctx, "Amazon Shopping", has("buy-now-button"))
+        tap_id(ctx, screen, "buy-now-button", "Buy Now button")
+        screen = settle(ctx, "Amazon Shopping", has("placeYourOrder"))
+        total = by_id(screen, "order_total")
+        tap_id(ctx, screen, "placeYourOrder", "Place your order button")
+        settle(ctx, "Amazon Shopping", has("thankyou_title"))
+        return ToolResult(result={"ordered": chosen.text, "total": money_value(total[0].text) if total else None}, observe=True)

@@ -1,0 +1,67 @@
+"""The commerce apps (Amazon Shopping, DoorDash, Booking.com, PayPal) on the virtual phone,
+driven only through adb (`am start`, `content`) and uiautomator2's public API."""
+
+from __future__ import annotations
+
+import uiautomator2 as u2
+
+AMAZON = "com.amazon.mShop.android.shopping"
+SHOP = "content://com.amazon.mShop.android.shopping.provider"
+
+
+def _sign_in_by_ui(d: u2.Device, package: str, email: str = "ada@example.com") -> None:
+    d(resourceId=f"{package}:id/{'ap_email' if package == AMAZON else 'email'}").set_text(email)
+    d(className="android.widget.EditText", instance=1).set_text("hunter2")
+    d(className="android.widget.Button", textMatches="(?i)(sign in|log in|continue)").click()
+
+
+def test_amazon_sign_in_search_buy_now_and_cart_checkout(virtual_phone):
+    adb = virtual_phone.device
+    d = u2.connect(adb)
+    d.app_start(AMAZON)
+    assert d(text="Sign in").exists and d(resourceId=f"{AMAZON}:id/ap_password").exists
+    assert adb.shell(f"content query --uri {SHOP}/account") == "No result found."
+    d(resourceId=f"{AMAZON}:id/ap_email").set_text("ada@example.com")
+    d(resourceId=f"{AMAZON}:id/ap_password").set_text("hunter2")
+    d(text="Sign in").click()
+    assert "email=ada@example.com" in adb.shell(f"content query --uri {SHOP}/account")
+    home = d.dump_hierarchy()
+    assert 'scrollable="true"' in home and "Echo Dot" in home  # 24 deals: more than fit
+    d(resourceId=f"{AMAZON}:id/chrome_search_hint_view").set_text("kindle")
+    d(description="Search").click()
+    assert d(text='2 results for "kindle"').exists
+    d(textContains="Kindle Paperwhite").click()
+    assert d(resourceId=f"{AMAZON}:id/priceblock_ourprice").get_text() == "$149.99"
+    d(text="Buy Now").click()
+    assert d(text="Order total: $149.99").exists
+    d.press("back")
+    d(text="Add to Cart").click()
+    d.press("back")
+    d.press("back")
+    assert adb.shell(f"content query --uri {SHOP}/orders") == "No result found."  # nothing bought yet
+    adb.shell("am start -a android.intent.action.VIEW -d 'https://www.amazon.com/s?k=usb+c+charger'")
+    assert d(textContains="Anker USB C Charger").exists
+    d(textContains="Anker USB C Charger").click()
+    d(text="Add to Cart").click()
+    d(description="Cart").exists  # product page has no cart button: go through the home screen
+    d.app_start(AMAZON)
+    d(description="Cart").click()
+    assert d(textStartsWith="Subtotal (2 items): $165.98").exists
+    d(text="Delete", instance=0).click()
+    d(text="Proceed to checkout").click()
+    d(text="Place your order").click()
+    assert d(text="Order placed, thanks!").exists
+    rows = adb.shell(f"content query --uri {SHOP}/orders --projection title:quantity:total")
+    assert rows == "Row: 0 title=Anker USB C Charger 20W, quantity=1, total=15.99"
+    assert adb.shell(f"content query --uri {SHOP}/cart") == "No result found."
+
+
+def test_amazon_seeded_account_and_product_deep_link(virtual_phone):
+    adb = virtual_phone.device
+    adb.shell(f"content insert --uri {SHOP}/account --bind email:s:grace@example.com")
+    adb.shell(f"content insert --uri {SHOP}/products --bind asin:s:B0TEST0001 --bind title:s:'Test Kettle' --bind price:d:12.5")
+    out = adb.shell2("am start -a android.intent.action.VIEW -d https://www.amazon.com/dp/B0TEST0001")
+    assert out.returncode == 0
+    d = u2.connect(adb)
+    assert d(resourceId=f"{AMAZON}:id/title").get_text() == "Test Kettle"
+    assert d.app_current()["activity"].endswith("ProductDetailsActivity")

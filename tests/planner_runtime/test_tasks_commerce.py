@@ -1,0 +1,65 @@
+"""The commerce suite end to end on the virtual phone: a scripted planner solves each task
+through the harness tools (purchases and payments confirmed at the safety gate), the verifier
+reads the apps' providers through adb, and a wrong solution per app is judged failed."""
+
+from __future__ import annotations
+
+from planner_runtime.contract import FeedbackStatus, Source
+from planner_runtime.harness.safety import SafetyGate
+from planner_runtime.planners.scripted import ScriptedPlanner
+from planner_runtime.runner import run_goal
+from planner_runtime.tasks.spec import builtin_suite
+
+SUITE = {t.id: t for t in builtin_suite("commerce").tasks}
+
+
+def _yes(tool, category, arguments) -> bool:
+    return True
+
+
+def _run(task_id, script, device, device_ref, store, gate=None):
+    task = SUITE[task_id]
+    return run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+                    planner=ScriptedPlanner(script), store=store, task=task,
+                    gate=gate or SafetyGate(confirm=_yes))
+
+
+def _call(name, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+def _ok(traj):
+    bad = [s.feedback for s in traj.steps if s.feedback.status is not FeedbackStatus.ok]
+    assert not bad, bad
+    assert traj.verdict.success, traj.verdict
+
+
+def test_shopping_tasks(device, device_ref, store):
+    _ok(_run("shopping.buy_product", [_call("buy_product", query="kindle paperwhite"), _call("finish", answer="Ordered")],
+             device, device_ref, store))
+    traj = _run("shopping.cheapest_price", [_call("search_products", query="airpods"), _call("finish", answer="$99.00")],
+                device, device_ref, store)
+    _ok(traj)
+    assert {"title": "Apple AirPods (2nd Generation) Wireless Earbuds", "price": 99.0} in traj.steps[0].feedback.result["results"]
+    _ok(_run("shopping.buy_cheapest_batteries", [_call("search_products", query="AA batteries"),
+                                                 _call("buy_product", query="AA batteries", title="Duracell"),
+                                                 _call("finish", answer="Ordered Duracell")], device, device_ref, store))
+    _ok(_run("shopping.ask_which_headphones", [_call("search_products", query="sony"),
+                                               _call("ask_user", question="Which Sony: WH-1000XM4 over-ear or WF-1000XM4 earbuds?"),
+                                               _call("buy_product", query="sony", title="WF-1000XM4"),
+                                               _call("finish", answer="Ordered")], device, device_ref, store))
+    _ok(_run("memory.shopping_usual_coffee_maker", [_call("buy_product", query="coffee maker", title="Cuisinart"),
+                                                    _call("finish", answer="Ordered")], device, device_ref, store))
+
+
+def test_shopping_wrong_solutions_fail(device, device_ref, store):
+    # bought without asking which model: the wrong one, and unasked
+    traj = _run("shopping.ask_which_headphones", [_call("buy_product", query="sony"), _call("finish", answer="done")],
+                device, device_ref, store)
+    assert not traj.verdict.success
+    assert [c.passed for c in traj.verdict.checks] == [False, True, False]
+    # the batch default gate denies the purchase: nothing is ordered
+    traj = _run("shopping.buy_product", [_call("buy_product", query="kindle paperwhite"), _call("finish", answer="done")],
+                device, device_ref, store, gate=SafetyGate())
+    assert traj.steps[0].feedback.status is FeedbackStatus.blocked
+    assert not traj.verdict.success
