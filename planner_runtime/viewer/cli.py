@@ -56,8 +56,8 @@ def view(
         with TrajectoryStore(store or Settings.from_env().store_path) as db:
             if failed:
                 trajs = [db.get(i) for i in db.ids(success=False, since=since, until=until)]
-            else:
-                trajs = [db.get(trajectory_id)]
+            else:  # a trajectory and the sub-agent episodes it delegated
+                trajs = [db.get(trajectory_id)] + [db.get(child) for child in db.children(trajectory_id)]
     except PlannerRuntimeError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

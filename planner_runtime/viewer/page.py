@@ -159,7 +159,7 @@ def _trajectory(traj: Trajectory, read: ScreenshotReader | None) -> str:
 
 def render_page(trajectories: Sequence[Trajectory], *, screenshots: ScreenshotReader | None = None, title: str | None = None) -> str:
     """One HTML document showing ``trajectories`` (a contents list first when there are several)."""
-    heading = title or (trajectories[0].goal if len(trajectories) == 1 else f"{len(trajectories)} trajectories")
+    heading = title or (trajectories[0].goal if trajectories else "no trajectories")
     toc = ""
     if len(trajectories) != 1:
         items = "".join(

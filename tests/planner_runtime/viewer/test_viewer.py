@@ -205,3 +205,22 @@ def test_failed_batch_page_lists_each_trajectory(tmp_path, device, device_ref, c
     assert dom.count("article") == 2 and dom.count("li") == 2 and ok.id not in "".join(dom.text)
     bad = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "view", "--store", str(db)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "give a trajectory id or --failed" in bad.stderr
+
+
+def test_delegated_episodes_are_on_the_parent_page(tmp_path):
+    parent = _record(None)
+    child = Trajectory(goal="Find Bob's number", source=Source.sandbox, device=parent.device, planner="local",
+                       parent=parent.id, status=TrajectoryStatus.finished, answer="+1 555 0100")
+    db = tmp_path / "t.sqlite"
+    with TrajectoryStore(db) as s:
+        for traj in (parent, child):
+            s.begin(traj)
+            for step in traj.steps:
+                s.append_step(traj.id, step)
+    out = tmp_path / "p.html"
+    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "view", parent.id, "--store", str(db), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "(2 trajectories, 2 steps)" in res.stdout, res.stderr
+    html = out.read_text()
+    assert f'<article class="trajectory" id="{child.id}"' in html and f"<th>delegated by</th><td>{parent.id}</td>" in html
+    assert "<title>Remove &lt;Bob&gt; &amp; co</title>" in html
