@@ -12,13 +12,14 @@ from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
+from planner_runtime.harness.tools.phone import Call, RecentCalls
 from planner_runtime.harness.tools.settings import SetAppPermission, SetBrightness, SetLocation, ToggleSetting
 from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
 from planner_runtime.harness.tools.shopping import BuyProduct, SearchProducts
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), Call(), RecentCalls(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:

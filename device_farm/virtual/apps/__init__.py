@@ -15,8 +15,9 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.clock import Clock
     from device_farm.virtual.apps.contacts import Contacts
     from device_farm.virtual.apps.launcher import Launcher
+    from device_farm.virtual.apps.dialer import Dialer
     from device_farm.virtual.apps.settings import Settings
     from device_farm.virtual.apps.messages import Messages
     from device_farm.virtual.apps.shopping import Shopping
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, Settings]
+    return [Launcher, Clock, Contacts, Messages, Shopping, Settings, Dialer]

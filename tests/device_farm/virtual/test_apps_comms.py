@@ -61,3 +61,47 @@ def test_start_chat_typed_recipient_and_text(virtual_phone):
     ui(description="Send SMS").click()
     assert d.shell(f"content query --uri {SMS}/sent --projection address:body") \
         == "Row: 0 address=+15550999, body=Hello there"
+
+
+DIALER = "com.google.android.dialer"
+CALLS = "content://call_log/calls"
+
+
+def test_dial_prefills_the_dialpad_and_the_call_button_places_the_call(virtual_phone):
+    d = virtual_phone.device
+    out = d.shell2("am start -a android.intent.action.DIAL -d tel:5550142")
+    assert out.returncode == 0
+    ui = u2.connect(d)
+    assert ui(resourceId=f"{DIALER}:id/digits").get_text() == "5550142"
+    assert d.shell(f"content query --uri {CALLS}") == "No result found."  # DIAL never calls
+    ui(description="7").click()
+    ui(description="backspace").click()
+    ui(description="dial").click()
+    assert ui(resourceId=f"{DIALER}:id/contactgrid_status_text").get_text() == "Calling…"
+    assert d.shell(f"content query --uri {CALLS} --projection number:type") == "Row: 0 number=5550142, type=2"
+    ui(description="End call").click()
+    assert ui(resourceId=f"{DIALER}:id/primary_text", text="5550142").exists  # back on Recents
+
+
+def test_call_intent_logs_a_call_named_from_contacts_and_recents_lists_the_log(virtual_phone):
+    d = virtual_phone.device
+    d.shell("content insert --uri content://com.android.contacts/raw_contacts "
+            "--bind display_name:s:'Grace Hopper' --bind phone:s:'+1 555 0199'")
+    for i in range(15):
+        d.shell(f"content insert --uri {CALLS} --bind number:s:+1555030{i:02d} --bind type:i:{1 + i % 3}")
+    d.shell("am start -a android.intent.action.CALL -d tel:+15550199")
+    assert d.shell(f"content query --uri {CALLS} --where type=2 --projection name --sort '_id DESC'").splitlines()[0] \
+        == "Row: 0 name=Grace Hopper"
+    ui = u2.connect(d)
+    ui.press("back")  # a call is not left by back
+    assert ui(description="End call").exists
+    ui(description="End call").click()
+    assert ui.app_current()["package"] != DIALER  # back where the call was placed from
+    d.shell(f"monkey -p {DIALER} -c android.intent.category.LAUNCHER 1")
+    rows = ui(resourceId=f"{DIALER}:id/primary_text")
+    assert rows[0].get_text() == "Grace Hopper" and rows.count < 16
+    assert ui(resourceId=f"{DIALER}:id/new_call_log_recycler_view").info["scrollable"]
+    ui(description="key pad").click()
+    assert ui(resourceId=f"{DIALER}:id/dialpad_view").exists
+    ui.press("back")
+    assert not ui(resourceId=f"{DIALER}:id/dialpad_view").exists
