@@ -23,6 +23,7 @@ APPS: tuple[App, ...] = (
     App("Phone", ("com.google.android.dialer", "com.android.dialer", "com.samsung.android.dialer"), ("dialer", "phone app", "calls", "call log")),
     App("Messages", ("com.google.android.apps.messaging", "com.android.messaging", "com.samsung.android.messaging"), ("sms", "texts", "text messages", "messaging")),
     App("Shopping", ("com.amazon.mShop.android.shopping",), ("amazon", "amazon shopping")),
+    App("Food delivery", ("com.dd.doordash",), ("doordash", "food", "food delivery")),
     App("Settings", ("com.android.settings",), ("system settings", "preferences")),
 )
 

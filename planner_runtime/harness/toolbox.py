@@ -16,10 +16,11 @@ from planner_runtime.harness.tools.phone import Call, RecentCalls
 from planner_runtime.harness.tools.settings import SetAppPermission, SetBrightness, SetLocation, ToggleSetting
 from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
 from planner_runtime.harness.tools.shopping import BuyProduct, SearchProducts
+from planner_runtime.harness.tools.food import FindRestaurants, OrderFood
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), Call(), RecentCalls(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), Call(), RecentCalls(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:

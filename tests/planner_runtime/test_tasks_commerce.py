@@ -57,9 +57,39 @@ def test_shopping_wrong_solutions_fail(device, device_ref, store):
     traj = _run("shopping.ask_which_headphones", [_call("buy_product", query="sony"), _call("finish", answer="done")],
                 device, device_ref, store)
     assert not traj.verdict.success
-    assert [c.passed for c in traj.verdict.checks] == [False, True, False]
+    assert [c.passed for c in traj.verdict.checks][:2] == [False, True]
     # the batch default gate denies the purchase: nothing is ordered
     traj = _run("shopping.buy_product", [_call("buy_product", query="kindle paperwhite"), _call("finish", answer="done")],
                 device, device_ref, store, gate=SafetyGate())
     assert traj.steps[0].feedback.status is FeedbackStatus.blocked
+    assert not traj.verdict.success
+
+
+def test_food_tasks(device, device_ref, store):
+    _ok(_run("food.order_dish", [_call("order_food", restaurant="Thai Basil", items=["Pad Thai"]), _call("finish", answer="Ordered")],
+             device, device_ref, store))
+    _ok(_run("food.order_several", [_call("order_food", restaurant="Luigi's Pizzeria",
+                                          items=["Margherita Pizza", "Margherita Pizza", "Garlic Knots"]),
+                                    _call("finish", answer="Ordered")], device, device_ref, store))
+    traj = _run("food.best_rated_mexican", [_call("find_restaurants", query="mexican"), _call("finish", answer="La Taqueria (4.8★)")],
+                device, device_ref, store)
+    _ok(traj)
+    assert [r["name"] for r in traj.steps[0].feedback.result["restaurants"]] == ["Chipotle Mexican Grill", "La Taqueria"]
+    _ok(_run("food.ask_what_to_eat", [_call("ask_user", question="What would you like from Curry House?"),
+                                      _call("order_food", restaurant="Curry House", items=["Chicken Tikka Masala", "Garlic Naan"]),
+                                      _call("finish", answer="Ordered")], device, device_ref, store))
+    _ok(_run("memory.food_usual_coffee_order", [_call("order_food", restaurant="Blue Bottle Coffee", items=["Latte", "Croissant"]),
+                                                _call("finish", answer="Ordered")], device, device_ref, store))
+
+
+def test_food_wrong_solutions_fail(device, device_ref, store):
+    # ordered without asking what the user wants: dishes picked for them
+    traj = _run("food.ask_what_to_eat", [_call("order_food", restaurant="Curry House", items=["Samosa"]),
+                                         _call("finish", answer="done")], device, device_ref, store)
+    assert not traj.verdict.success and not traj.verdict.checks[0].passed and not traj.verdict.checks[2].passed
+    # a dish that is not on the menu: the tool says so and nothing is ordered
+    traj = _run("food.order_dish", [_call("order_food", restaurant="Thai Basil", items=["Pizza"]), _call("finish", answer="done")],
+                device, device_ref, store)
+    assert traj.steps[0].feedback.error.code.value == "element_not_found"
+    assert "Pad Thai" in traj.steps[0].feedback.error.hint
     assert not traj.verdict.success

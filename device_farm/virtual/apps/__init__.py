@@ -19,5 +19,6 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.settings import Settings
     from device_farm.virtual.apps.messages import Messages
     from device_farm.virtual.apps.shopping import Shopping
+    from device_farm.virtual.apps.food import DoorDash
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, Settings, Dialer]
+    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Settings, Dialer]

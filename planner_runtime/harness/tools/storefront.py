@@ -85,3 +85,11 @@ def pick(elements: list[Element], wanted: str, what: str) -> Element:
 def money_value(text: str) -> float:
     digits = "".join(c for c in text if c.isdigit() or c == ".")
     return float(digits) if digits else 0.0
+
+
+def type_into(ctx: ToolContext, screen: Screen, element: Element, text: str) -> Screen:
+    """Replace a field's text, as a person typing would, and read the screen again."""
+    from planner_runtime.harness.tools.gui import selector_for
+
+    ctx.device.set_text(selector_for(screen, element), text)
+    return ctx.observe()

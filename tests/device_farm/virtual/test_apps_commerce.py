@@ -65,3 +65,45 @@ def test_amazon_seeded_account_and_product_deep_link(virtual_phone):
     d = u2.connect(adb)
     assert d(resourceId=f"{AMAZON}:id/title").get_text() == "Test Kettle"
     assert d.app_current()["activity"].endswith("ProductDetailsActivity")
+
+
+DOORDASH = "com.dd.doordash"
+DD = "content://com.dd.doordash.provider"
+
+
+def test_doordash_search_menu_cart_and_order(virtual_phone):
+    adb = virtual_phone.device
+    d = u2.connect(adb)
+    d.app_start(DOORDASH)
+    assert d(text="Continue to Sign In").exists
+    d(resourceId=f"{DOORDASH}:id/email").set_text("ada@example.com")
+    d(resourceId=f"{DOORDASH}:id/password").set_text("hunter2")
+    d(text="Continue to Sign In").click()
+    assert d(resourceId=f"{DOORDASH}:id/recycler_view", scrollable=True).exists  # 16 stores: more than fit
+    d(resourceId=f"{DOORDASH}:id/search_bar").set_text("thai")
+    assert d(resourceId=f"{DOORDASH}:id/store_name").count == 1
+    d(text="Thai Basil").click()
+    d(description="Add Pad Thai").click()
+    d(description="Add Pad Thai").click()
+    d(description="Add Spring Rolls").click()
+    d(text="View cart (3)").click()
+    assert d(text="2x Pad Thai $29.00").exists and d(text="Total $37.94").exists
+    d(text="Place Order").click()
+    assert d(textStartsWith="Order placed!").exists
+    assert adb.shell(f"content query --uri {DD}/orders --projection store:items:total") == \
+        "Row: 0 store=Thai Basil, items=2x Pad Thai, 1x Spring Rolls, total=37.94"
+    assert adb.shell(f"content query --uri {DD}/cart") == "No result found."
+
+
+def test_doordash_store_deep_link_and_new_cart_per_store(virtual_phone):
+    adb = virtual_phone.device
+    adb.shell(f"content insert --uri {DD}/account --bind email:s:grace@example.com")
+    assert adb.shell2("am start -a android.intent.action.VIEW -d https://www.doordash.com/store/luigis-pizzeria-2/").returncode == 0
+    d = u2.connect(adb)
+    assert d(resourceId=f"{DOORDASH}:id/store_header_name").get_text() == "Luigi's Pizzeria"
+    d(description="Add Garlic Knots").click()
+    adb.shell("am start -a android.intent.action.VIEW -d doordash://store/3")
+    d(description="Add Miso Soup").click()
+    assert d(text="View cart (1)").exists  # another store's dish started a new cart
+    d.press("back")
+    assert d(text="Luigi's Pizzeria").exists

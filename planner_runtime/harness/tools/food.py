@@ -1,0 +1,75 @@
+"""Food-delivery tools over DoorDash: ``find_restaurants`` types into the app's search field and
+reads the store list; ``order_food`` (sensitive: purchase) opens the store, taps "Add" on each
+dish, "View cart" and "Place Order", and checks the order status screen."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from device_farm.android import Intent
+from device_farm.hierarchy import Screen
+from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.safety import Sensitivity
+from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools.storefront import (
+    by_id, has, money_value, open_screen, pick, settle, tap, tap_id, type_into,
+)
+
+APP = "DoorDash"
+
+
+def _stores(ctx: ToolContext, query: str) -> Screen:
+    package = _require_app(ctx, "Food delivery")
+    main = Intent(action="android.intent.action.MAIN", categories=("android.intent.category.LAUNCHER",),
+                  component=f"{package}/com.doordash.consumer.ui.MainActivity")
+    screen = open_screen(ctx, main, APP, has("search_bar"))
+    return type_into(ctx, screen, by_id(screen, "search_bar")[0], query)
+
+
+class FindRestaurantsArgs(ToolArgs):
+    query: str = Field(default="", description="A restaurant name or cuisine, e.g. 'thai'; empty lists the first stores")
+
+
+class FindRestaurants(Tool):
+    name = "find_restaurants"
+    description = "Search DoorDash for restaurants by name or cuisine; returns name and details (cuisine, rating, minutes, delivery fee)."
+    Args = FindRestaurantsArgs
+
+    def run(self, ctx: ToolContext, args: FindRestaurantsArgs) -> ToolResult:
+        screen = _stores(ctx, args.query)
+        found = [{"name": n.text, "details": d.text} for n, d in zip(by_id(screen, "store_name"), by_id(screen, "store_info"))]
+        return ToolResult(result={"query": args.query, "restaurants": found}, observe=True)
+
+
+class OrderFoodArgs(ToolArgs):
+    restaurant: str = Field(min_length=1, description="The restaurant's name as DoorDash lists it")
+    items: list[str] = Field(min_length=1, max_length=10, description="Dish names from its menu; repeat a dish to order it twice")
+
+
+class OrderFood(Tool):
+    name = "order_food"
+    description = "Order dishes from one restaurant on DoorDash for delivery and pay for them (Place Order)."
+    Args = OrderFoodArgs
+    sensitive = Sensitivity.purchase
+
+    def run(self, ctx: ToolContext, args: OrderFoodArgs) -> ToolResult:
+        screen = _stores(ctx, args.restaurant)
+        tap(ctx, pick(by_id(screen, "store_name"), args.restaurant, "restaurant"))
+        screen = settle(ctx, APP, has("item_name"))
+        for dish in args.items:
+            names = by_id(screen, "item_name")
+            row = pick(names, dish, f"dish on {args.restaurant}'s menu")
+            adds = by_id(screen, "add_button")
+            add = min(adds, key=lambda a: abs(a.bounds.center[1] - row.bounds.center[1]))
+            tap(ctx, add)
+            screen = ctx.observe()
+        tap_id(ctx, screen, "view_cart_button", "View cart button")
+        screen = settle(ctx, APP, has("place_order_button"))
+        total = by_id(screen, "order_total")
+        tap_id(ctx, screen, "place_order_button", "Place Order button")
+        screen = settle(ctx, APP, lambda s: has("order_status_title")(s) or has("place_order_button")(s))
+        if not by_id(screen, "order_status_title"):
+            raise ToolFailure(ErrorCode.action_failed, "DoorDash did not confirm the order")
+        return ToolResult(result={"restaurant": args.restaurant, "items": args.items,
+                                  "total": money_value(total[0].text) if total else None}, observe=True)
