@@ -12,6 +12,7 @@ from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
+from planner_runtime.harness.tools.email import SendEmail
 from planner_runtime.harness.tools.phone import Call, RecentCalls
 from planner_runtime.harness.tools.settings import SetAppPermission, SetBrightness, SetLocation, ToggleSetting
 from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
@@ -20,7 +21,7 @@ from planner_runtime.harness.tools.food import FindRestaurants, OrderFood
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), Call(), RecentCalls(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), Call(), RecentCalls(), SendEmail(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:

@@ -45,6 +45,16 @@ SOLUTIONS = {
     "phone.call_back_missed": ([_call("recent_calls", kind="missed", limit=1), _call("call", to="+15550321"), _finish()], Sensitivity.call),
     "phone.who_missed": ([_call("recent_calls", kind="missed"), _finish("Linus Pauling (+1 555 0177)")], None),
     "memory.call_mom": ([_call("call", to="+15550161"), _finish()], Sensitivity.call),
+    "gmail.send_email": ([_call("send_email", to="ada@example.com", subject="Lab notes", body="The results are in the shared folder."),
+                          _finish()], Sensitivity.send),
+    "gmail.email_contact": ([_call("send_email", to="Grace Hopper", subject="Talk", body="The compiler talk is on Thursday"), _finish()],
+                            Sensitivity.send),
+    "gmail.reply_budget": ([_call("skill_gmail_read", subject="budget"),
+                            _call("send_email", to="grace@example.com", subject="Re: Q3 budget", body="Approved, thanks."), _finish()],
+                           Sensitivity.send),
+    "gmail.read_invoice": ([_call("skill_gmail_read", subject="Invoice"), _finish("The total due is $1,284.50.")], None),
+    "memory.email_boss_report": ([_call("send_email", to="maria.chen@work.example", subject="Report", body="The report is done."),
+                                  _finish()], Sensitivity.send),
 }
 
 
@@ -84,4 +94,15 @@ def test_calling_back_the_answered_call_fails(device, device_ref, store):
     script = [_call("recent_calls", limit=1), _call("call", to="+15550654"), _finish()]
     traj = _run("phone.call_back_missed", script, device, device_ref, store, gate=_allow(Sensitivity.call))
     assert traj.steps[0].feedback.result[0]["number"] == "+15550321"  # newest first, by date
+    assert not traj.verdict.success and [c.passed for c in traj.verdict.checks] == [False, True]
+
+
+def test_the_composite_opens_the_email_and_its_text_is_on_screen(device, device_ref, store):
+    traj = _run("gmail.read_invoice", SOLUTIONS["gmail.read_invoice"][0], device, device_ref, store)
+    assert "Total due: $1,284.50" in traj.steps[0].feedback.observation.screen
+
+
+def test_email_to_the_wrong_sender_fails(device, device_ref, store):
+    script = [_call("send_email", to="news@example.com", subject="Re: Q3 budget", body="Approved, thanks."), _finish()]
+    traj = _run("gmail.reply_budget", script, device, device_ref, store, gate=_allow(Sensitivity.send))
     assert not traj.verdict.success and [c.passed for c in traj.verdict.checks] == [False, True]

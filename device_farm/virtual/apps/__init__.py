@@ -15,10 +15,11 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.clock import Clock
     from device_farm.virtual.apps.contacts import Contacts
     from device_farm.virtual.apps.launcher import Launcher
+    from device_farm.virtual.apps.gmail import Gmail
     from device_farm.virtual.apps.dialer import Dialer
     from device_farm.virtual.apps.settings import Settings
     from device_farm.virtual.apps.messages import Messages
     from device_farm.virtual.apps.shopping import Shopping
     from device_farm.virtual.apps.food import DoorDash
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Settings, Dialer]
+    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Settings, Dialer, Gmail]

@@ -105,3 +105,47 @@ def test_call_intent_logs_a_call_named_from_contacts_and_recents_lists_the_log(v
     assert ui(resourceId=f"{DIALER}:id/dialpad_view").exists
     ui.press("back")
     assert not ui(resourceId=f"{DIALER}:id/dialpad_view").exists
+
+
+GMAIL = "com.google.android.gm"
+MAIL = "content://com.google.android.gm/messages"
+
+
+def test_sendto_mailto_fills_the_composer_and_send_files_it_under_sent(virtual_phone):
+    d = virtual_phone.device
+    out = d.shell2("am start -a android.intent.action.SENDTO -d mailto:ada@example.com "
+                   "--es android.intent.extra.SUBJECT 'Lab notes' --es android.intent.extra.TEXT 'Attached below.'")
+    assert out.returncode == 0
+    ui = u2.connect(d)
+    assert ui.app_current()["activity"] == "com.google.android.gm.ComposeActivityGmail"
+    assert ui(resourceId=f"{GMAIL}:id/to").get_text() == "ada@example.com"
+    assert ui(resourceId=f"{GMAIL}:id/subject").get_text() == "Lab notes"
+    ui(resourceId=f"{GMAIL}:id/body").set_text("Attached below. Thanks!")
+    ui(description="Send").click()
+    assert d.shell(f"content query --uri {MAIL} --projection folder:to_address:subject:body") == \
+        "Row: 0 folder=sent, to_address=ada@example.com, subject=Lab notes, body=Attached below. Thanks!"
+
+
+def test_inbox_lists_mail_opens_it_and_replies(virtual_phone):
+    d = virtual_phone.device
+    for i in range(10):
+        d.shell(f"content insert --uri {MAIL} --bind from_address:s:news{i}@example.com --bind subject:s:'Issue {i}' "
+                f"--bind date:l:{1700000000000 + i}")
+    d.shell(f"content insert --uri {MAIL} --bind from_address:s:grace@example.com --bind subject:s:'Budget' "
+            "--bind body:s:'Please approve by Friday' --bind date:l:1700000999000")
+    d.shell(f"monkey -p {GMAIL} -c android.intent.category.LAUNCHER 1")
+    ui = u2.connect(d)
+    senders = ui(resourceId=f"{GMAIL}:id/senders")
+    assert senders[0].get_text() == "grace@example.com" and senders.count < 11
+    assert ui(resourceId=f"{GMAIL}:id/thread_list_view").info["scrollable"]
+    ui(text="Budget").click()
+    assert ui(resourceId=f"{GMAIL}:id/message_body").get_text() == "Please approve by Friday"
+    ui(text="Reply").click()
+    assert ui(resourceId=f"{GMAIL}:id/subject").get_text() == "Re: Budget"
+    ui(resourceId=f"{GMAIL}:id/body").set_text("Approved.")
+    ui(description="Send").click()
+    assert d.shell(f"content query --uri {MAIL} --where \"folder='sent'\" --projection to_address:subject") == \
+        "Row: 0 to_address=grace@example.com, subject=Re: Budget"
+    ui.press("back")
+    ui(text="Compose").click()
+    assert ui(resourceId=f"{GMAIL}:id/to").info["text"] == "To"  # empty field shows its hint
