@@ -25,6 +25,7 @@ APPS: tuple[App, ...] = (
     App("Messages", ("com.google.android.apps.messaging", "com.android.messaging", "com.samsung.android.messaging"), ("sms", "texts", "text messages", "messaging")),
     App("Shopping", ("com.amazon.mShop.android.shopping",), ("amazon", "amazon shopping")),
     App("Food delivery", ("com.dd.doordash",), ("doordash", "food", "food delivery")),
+    App("Travel", ("com.booking",), ("booking", "booking.com", "hotels", "travel booking")),
     App("Settings", ("com.android.settings",), ("system settings", "preferences")),
 )
 

@@ -18,10 +18,11 @@ from planner_runtime.harness.tools.settings import SetAppPermission, SetBrightne
 from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
 from planner_runtime.harness.tools.shopping import BuyProduct, SearchProducts
 from planner_runtime.harness.tools.food import FindRestaurants, OrderFood
+from planner_runtime.harness.tools.travel import BookHotel, SearchHotels
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), Call(), RecentCalls(), SendEmail(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), Call(), RecentCalls(), SendEmail(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:

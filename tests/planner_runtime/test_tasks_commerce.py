@@ -93,3 +93,42 @@ def test_food_wrong_solutions_fail(device, device_ref, store):
     assert traj.steps[0].feedback.error.code.value == "element_not_found"
     assert "Pad Thai" in traj.steps[0].feedback.error.hint
     assert not traj.verdict.success
+
+
+def _stay(**kw):
+    return {"city": "Lisbon", "checkin": "2026-12-10", "checkout": "2026-12-12", **kw}
+
+
+def test_travel_tasks(device, device_ref, store):
+    _ok(_run("travel.book_named_hotel", [_call("book_hotel", **_stay(hotel="Hotel Britania")), _call("finish", answer="Booked")],
+             device, device_ref, store))
+    traj = _run("travel.cheapest_stay", [_call("search_hotels", city="Paris", checkin="2026-05-01", checkout="2026-05-03"),
+                                         _call("finish", answer="Generator Paris, $130.00 for 2 nights")], device, device_ref, store)
+    _ok(traj)
+    assert {"name": "Generator Paris", "score": 8.1, "total": 130.0} in traj.steps[0].feedback.result["properties"]
+    tokyo = {"city": "Tokyo", "checkin": "2026-03-01", "checkout": "2026-03-04"}
+    _ok(_run("travel.best_rated_within_budget", [_call("search_hotels", **tokyo),
+                                                 _call("book_hotel", **tokyo, hotel="The Gate Hotel Kaminarimon"),
+                                                 _call("finish", answer="Booked")], device, device_ref, store))
+    _ok(_run("travel.ask_for_dates", [_call("ask_user", question="Which dates should I book?"),
+                                      _call("book_hotel", **_stay(checkin="2026-06-05", checkout="2026-06-08", hotel="Memmo Alfama")),
+                                      _call("finish", answer="Booked")], device, device_ref, store))
+    _ok(_run("memory.travel_usual_paris_hotel", [_call("book_hotel", city="Paris", checkin="2026-09-10", checkout="2026-09-12",
+                                                       hotel="Hotel Malte Opera"), _call("finish", answer="Booked")],
+             device, device_ref, store))
+
+
+def test_travel_wrong_solutions_fail(device, device_ref, store):
+    # the best-rated hotel overall is over budget
+    tokyo = {"city": "Tokyo", "checkin": "2026-03-01", "checkout": "2026-03-04"}
+    traj = _run("travel.best_rated_within_budget", [_call("book_hotel", **tokyo, hotel="Park Hotel Tokyo"),
+                                                    _call("finish", answer="Booked")], device, device_ref, store)
+    assert not traj.verdict.success and not traj.verdict.checks[0].passed
+    # dates made up instead of asked for
+    traj = _run("travel.ask_for_dates", [_call("book_hotel", **_stay(hotel="Memmo Alfama")), _call("finish", answer="Booked")],
+                device, device_ref, store)
+    assert not traj.verdict.success and not traj.verdict.checks[0].passed and not traj.verdict.checks[1].passed
+    # checkout before checkin is refused before anything runs
+    traj = _run("travel.book_named_hotel", [_call("book_hotel", **_stay(checkout="2026-12-09", hotel="Hotel Britania"))],
+                device, device_ref, store)
+    assert traj.steps[0].feedback.error.code.value == "invalid_arguments" and not traj.verdict.success

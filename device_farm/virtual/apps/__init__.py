@@ -21,5 +21,6 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.messages import Messages
     from device_farm.virtual.apps.shopping import Shopping
     from device_farm.virtual.apps.food import DoorDash
+    from device_farm.virtual.apps.travel import Booking
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Settings, Dialer, Gmail]
+    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, Settings, Dialer, Gmail]

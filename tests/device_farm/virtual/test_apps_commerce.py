@@ -107,3 +107,41 @@ def test_doordash_store_deep_link_and_new_cart_per_store(virtual_phone):
     assert d(text="View cart (1)").exists  # another store's dish started a new cart
     d.press("back")
     assert d(text="Luigi's Pizzeria").exists
+
+
+BOOKING = "com.booking"
+BK = "content://com.booking.provider"
+
+
+def test_booking_search_form_results_hotel_and_booking(virtual_phone):
+    adb = virtual_phone.device
+    d = u2.connect(adb)
+    d.app_start(BOOKING)
+    assert d(text="Sign in or create an account").exists
+    d(resourceId=f"{BOOKING}:id/email_input").set_text("ada@example.com")
+    d(resourceId=f"{BOOKING}:id/password_input").set_text("hunter2")
+    d(text="Continue with email").click()
+    d(resourceId=f"{BOOKING}:id/search_destination").set_text("Lisbon")
+    d(resourceId=f"{BOOKING}:id/search_checkin").set_text("2026-12-10")
+    d(resourceId=f"{BOOKING}:id/search_checkout").set_text("2026-12-12")
+    d(text="Search").click()
+    assert d(text="Lisbon · 2026-12-10 – 2026-12-12").exists and d(text="8 properties").exists
+    assert d(resourceId=f"{BOOKING}:id/results_list", scrollable=True).exists
+    d(text="Lisboa Pessoa Hotel").click()
+    assert d(text="$396.00 for 2 nights").exists
+    d(text="Reserve").click()
+    assert d(text="Guest: ada@example.com").exists
+    d(text="Complete booking").click()
+    assert d(textStartsWith="You're booked!").exists
+    assert adb.shell(f"content query --uri {BK}/bookings --projection hotel:checkin:nights:total") == \
+        "Row: 0 hotel=Lisboa Pessoa Hotel, checkin=2026-12-10, nights=2, total=396.0"
+
+
+def test_booking_search_link(virtual_phone):
+    adb = virtual_phone.device
+    adb.shell(f"content insert --uri {BK}/account --bind email:s:grace@example.com")
+    url = "'https://www.booking.com/searchresults.html?ss=Tokyo&checkin=2026-03-01&checkout=2026-03-04'"
+    assert adb.shell2(f"am start -a android.intent.action.VIEW -d {url}").returncode == 0
+    d = u2.connect(adb)
+    assert d(text="Park Hotel Tokyo").exists and d(text="$780.00 for 3 nights").exists
+    assert d.app_current()["activity"].endswith("SearchResultsActivity")

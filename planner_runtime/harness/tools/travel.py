@@ -1,0 +1,79 @@
+"""Travel tools over Booking.com: ``search_hotels`` opens the search-results link the app handles
+(`booking.com/searchresults.html?ss=...&checkin=...&checkout=...`) and reads the properties with
+their review scores and stay prices; ``book_hotel`` (sensitive: purchase) opens one of them, taps
+"Reserve" and "Complete booking", and checks the confirmation."""
+
+from __future__ import annotations
+
+from datetime import date
+from urllib.parse import urlencode
+
+from pydantic import Field, model_validator
+
+from device_farm.android import Intent
+from device_farm.hierarchy import Screen
+from planner_runtime.harness.safety import Sensitivity
+from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolResult
+from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, pick, settle, tap, tap_id
+
+APP = "Booking.com"
+DAY = r"^\d{4}-\d{2}-\d{2}$"
+
+
+class StayArgs(ToolArgs):
+    city: str = Field(min_length=1, description="Destination city, e.g. 'Lisbon'")
+    checkin: str = Field(pattern=DAY, description="Check-in date, YYYY-MM-DD")
+    checkout: str = Field(pattern=DAY, description="Check-out date, YYYY-MM-DD (after check-in)")
+
+    @model_validator(mode="after")
+    def _dates(self) -> "StayArgs":
+        try:
+            ok = date.fromisoformat(self.checkout) > date.fromisoformat(self.checkin)
+        except ValueError as exc:
+            raise ValueError(f"not a calendar date: {exc}") from None
+        if not ok:
+            raise ValueError("checkout must be after checkin")
+        return self
+
+
+def _results(ctx: ToolContext, args: StayArgs) -> Screen:
+    _require_app(ctx, "Travel")
+    url = "https://www.booking.com/searchresults.html?" + urlencode({"ss": args.city, "checkin": args.checkin, "checkout": args.checkout})
+    return open_screen(ctx, Intent(action="android.intent.action.VIEW", data=url), APP,
+                       lambda s: has("sr_hotel_name")(s) or has("sr_empty")(s))
+
+
+class SearchHotels(Tool):
+    name = "search_hotels"
+    description = "Search Booking.com for places to stay in a city for given dates; returns name, review score (of 10) and the price of the whole stay in USD."
+    Args = StayArgs
+
+    def run(self, ctx: ToolContext, args: StayArgs) -> ToolResult:
+        screen = _results(ctx, args)
+        found = [{"name": n.text, "score": float(s.text), "total": money_value(p.text.split(" for ")[0])}
+                 for n, s, p in zip(by_id(screen, "sr_hotel_name"), by_id(screen, "review_score_badge"), by_id(screen, "price_view_price"))]
+        return ToolResult(result={"city": args.city, "checkin": args.checkin, "checkout": args.checkout, "properties": found}, observe=True)
+
+
+class BookHotelArgs(StayArgs):
+    hotel: str = Field(min_length=1, description="The property's name as the search results list it")
+
+
+class BookHotel(Tool):
+    name = "book_hotel"
+    description = "Book and pay for a stay at one property on Booking.com for the given dates (Reserve, then Complete booking)."
+    Args = BookHotelArgs
+    sensitive = Sensitivity.purchase
+
+    def run(self, ctx: ToolContext, args: BookHotelArgs) -> ToolResult:
+        screen = _results(ctx, args)
+        tap(ctx, pick(by_id(screen, "sr_hotel_name"), args.hotel, f"property in {args.city}"))
+        screen = settle(ctx, APP, has("select_room_cta"))
+        tap_id(ctx, screen, "select_room_cta", "Reserve button")
+        screen = settle(ctx, APP, has("action_button"))
+        total = by_id(screen, "bp_price")
+        tap_id(ctx, screen, "action_button", "Complete booking button")
+        settle(ctx, APP, has("confirmation_title"))
+        return ToolResult(result={"hotel": args.hotel, "checkin": args.checkin, "checkout": args.checkout,
+                                  "total": money_value(total[0].text) if total else None}, observe=True)
