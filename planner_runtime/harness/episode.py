@@ -131,7 +131,8 @@ class Episode:
                 f"the device failed during {call.name} ({fault}); it was not run again because it may have taken effect — read the screen to check",
             ).model_copy(update={"note": "device fault; sensitive action not retried"})
         feedback = self.tools.execute(call, self.ctx)
-        return feedback.model_copy(update={"note": f"retried once after a transient device fault ({fault})"})
+        note = f"retried once after a transient device fault ({fault})"
+        return feedback.model_copy(update={"note": f"{feedback.note}; {note}" if feedback.note else note})
 
     def run(self) -> Trajectory:
         header = Trajectory(
