@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from device_farm.android import launch_app
 from planner_runtime.contract import Source
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runner import run_goal
+from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
 
 SUITE = {t.id: t for t in builtin_suite("personal").tasks}
@@ -32,10 +34,19 @@ SOLUTIONS: dict[str, list[dict]] = {
     "settings.location_off_confirmed": [call("ask_user", question="Turn location off?"),
                                         call("set_location", on=False), done()],
     "memory.settings_usual_brightness": [call("set_brightness", percent=30), done()],
+    "keep.create_list": [call("create_note", title="Groceries", text="milk\neggs\nbread"), done()],
+    "keep.find_wifi_password": [call("search_notes", query="guest"), done("The guest password is tulip-4271")],
+    "keep.delete_note_confirmed": [call("ask_user", question="Delete the note 'Old ideas'?"),
+                                   call("delete_note", title="Old ideas"), done()],
+    "memory.keep_parking_spot": [call("create_note", title="Parking", text="Airport garage, level 3, bay 42"), done()],
 }
+
+# Scripts that need element ids of the virtual phone's screens: built by looking at them first.
+LEARNED = {"keep.append_item_gui"}
 
 WRONG: dict[str, list[dict]] = {
     "settings.wifi_off": [call("toggle_setting", setting="airplane_mode", on=True), done()],
+    "keep.create_list": [call("create_note", title="Groceries", text="milk, eggs"), done()],
 }
 
 
@@ -45,13 +56,35 @@ def _run(task_id: str, script: list[dict], device, device_ref, store):
                     planner=ScriptedPlanner(script), store=store, task=task, gate=ALLOW_ALL)
 
 
+def _ids(device, match) -> list[int]:
+    return [e.id for e in device.observe().elements if match(e)]
+
+
+def _learned_script(task_id: str, device) -> list[dict]:
+    """Seed the task, walk its screens once as the planner would see them, note the ids, go home."""
+    task = SUITE[task_id]
+    seed(task, device)
+    if task_id == "keep.append_item_gui":
+        launch_app(device, "com.google.android.keep")
+        card = _ids(device, lambda e: e.text == "Groceries")[0]
+        device.click(*next(e for e in device.observe().elements if e.id == card).bounds.center)
+        body = _ids(device, lambda e: e.resource_id.endswith("edit_note_text"))[0]
+        script = [call("open_app", app="Keep Notes"), call("tap", element=card),
+                  call("type_text", element=body, text="milk\neggs\nbutter"), call("back"), done()]
+    else:
+        raise KeyError(task_id)
+    device.press("home")
+    return script
+
+
 def test_every_personal_task_has_a_solution():
-    assert set(SOLUTIONS) == set(SUITE)
+    assert set(SOLUTIONS) | LEARNED == set(SUITE)
 
 
-@pytest.mark.parametrize("task_id", sorted(SOLUTIONS))
+@pytest.mark.parametrize("task_id", sorted(set(SOLUTIONS) | LEARNED))
 def test_scripted_solution_succeeds(task_id, device, device_ref, store):
-    traj = _run(task_id, SOLUTIONS[task_id], device, device_ref, store)
+    script = _learned_script(task_id, device) if task_id in LEARNED else SOLUTIONS[task_id]
+    traj = _run(task_id, script, device, device_ref, store)
     assert traj.verdict.success, [(c.name, c.evidence) for c in traj.verdict.checks if not c.passed]
 
 

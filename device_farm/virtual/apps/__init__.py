@@ -17,10 +17,11 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.launcher import Launcher
     from device_farm.virtual.apps.gmail import Gmail
     from device_farm.virtual.apps.dialer import Dialer
+    from device_farm.virtual.apps.keep import Keep
     from device_farm.virtual.apps.settings import Settings
     from device_farm.virtual.apps.messages import Messages
     from device_farm.virtual.apps.shopping import Shopping
     from device_farm.virtual.apps.food import DoorDash
     from device_farm.virtual.apps.travel import Booking
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, Settings, Dialer, Gmail]
+    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, Settings, Keep, Dialer, Gmail]

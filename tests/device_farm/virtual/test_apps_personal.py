@@ -55,3 +55,46 @@ def test_app_info_lists_pm_grant_state(virtual_phone):
     assert d(text="Notifications").sibling(resourceId="android:id/summary").get_text() == "Allowed"
     d(text="Camera").click()
     assert "android.permission.CAMERA: granted=true" in adb.shell("dumpsys package com.google.android.deskclock")
+
+
+KEEP = "com.google.android.keep"
+NOTES = "content://com.google.android.keep/notes"
+
+
+def test_keep_share_text_creates_a_note_and_the_editor_saves_typing(virtual_phone):
+    adb = virtual_phone.device
+    out = adb.shell2("am start -a android.intent.action.SEND -t text/plain -n "
+                     f"{KEEP}/.activities.ShareReceiverActivity --es android.intent.extra.TEXT 'milk and eggs' "
+                     "--es android.intent.extra.SUBJECT Groceries")
+    assert out.returncode == 0
+    assert adb.shell(f"content query --uri {NOTES} --projection title:text") == "Row: 0 title=Groceries, text=milk and eggs"
+    d = u2.connect(adb)
+    assert d(resourceId=f"{KEEP}:id/editable_title").get_text() == "Groceries"
+    d(resourceId=f"{KEEP}:id/edit_note_text").set_text("milk and eggs and butter")
+    d.press("back")
+    assert "text=milk and eggs and butter" in adb.shell(f"content query --uri {NOTES}")
+    d.app_start(KEEP)
+    d(description="New text note").click()
+    d(resourceId=f"{KEEP}:id/edit_note_text").set_text("call the plumber")
+    d(description="Navigate up").click()
+    assert d(text="call the plumber").exists and d(text="Groceries").exists
+
+
+def test_keep_list_scrolls_searches_and_trashes(virtual_phone):
+    adb = virtual_phone.device
+    for i in range(12):
+        adb.shell(f"content insert --uri {NOTES} --bind title:s:'Note {i:02d}' --bind text:s:'body {i}' "
+                  f"--bind modified:i:{1000 + i}")
+    d = u2.connect(adb)
+    d.app_start(KEEP)
+    titles = lambda: [e.get_text() for e in d(resourceId=f"{KEEP}:id/index_note_title")]  # noqa: E731
+    assert titles()[0] == "Note 11" and "Note 00" not in titles()
+    d.swipe(540, 2000, 540, 600)
+    d.swipe(540, 2000, 540, 600)
+    assert "Note 00" in titles() and "Note 11" not in titles()
+    d(resourceId=f"{KEEP}:id/open_search_bar_text_view").set_text("body 7")
+    assert titles() == ["Note 07"]
+    d(text="Note 07").click()
+    d(description="Delete").click()
+    assert "trashed=1" in adb.shell(f"content query --uri {NOTES} --projection trashed --where \"title='Note 07'\"")
+    assert not d(text="Note 07").exists
