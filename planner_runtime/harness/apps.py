@@ -20,6 +20,7 @@ class App:
 APPS: tuple[App, ...] = (
     App("Clock", ("com.google.android.deskclock", "com.android.deskclock", "com.sec.android.app.clockpackage"), ("alarm", "alarms", "deskclock")),
     App("Contacts", ("com.google.android.contacts", "com.android.contacts", "com.samsung.android.app.contacts"), ("people", "address book")),
+    App("Calendar", ("com.google.android.calendar", "com.android.calendar", "com.samsung.android.calendar"), ("agenda", "schedule", "events")),
     App("Gmail", ("com.google.android.gm", "com.samsung.android.email.provider", "com.android.email"), ("email", "e-mail", "mail")),
     App("Phone", ("com.google.android.dialer", "com.android.dialer", "com.samsung.android.dialer"), ("dialer", "phone app", "calls", "call log")),
     App("Messages", ("com.google.android.apps.messaging", "com.android.messaging", "com.samsung.android.messaging"), ("sms", "texts", "text messages", "messaging")),

@@ -12,6 +12,7 @@ from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
+from planner_runtime.harness.tools.calendar import CreateEvent, ListEvents
 from planner_runtime.harness.tools.email import SendEmail
 from planner_runtime.harness.tools.phone import Call, RecentCalls
 from planner_runtime.harness.tools.notes import CreateNote, DeleteNote, SearchNotes
@@ -23,7 +24,7 @@ from planner_runtime.harness.tools.travel import BookHotel, SearchHotels
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), Call(), RecentCalls(), SendEmail(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:

@@ -53,6 +53,13 @@ SOLUTIONS = {
                             _call("send_email", to="grace@example.com", subject="Re: Q3 budget", body="Approved, thanks."), _finish()],
                            Sensitivity.send),
     "gmail.read_invoice": ([_call("skill_gmail_read", subject="Invoice"), _finish("The total due is $1,284.50.")], None),
+    "calendar.create_event": ([_call("create_event", title="Design review", start="2026-12-01 14:00", end="2026-12-01 15:00"), _finish()],
+                              None),
+    "calendar.lunch_with_place": ([_call("create_event", title="Lunch with Ada", start="2026-12-03 12:30", end="2026-12-03 13:30",
+                                         location="Cafe Rosa"), _finish()], None),
+    "calendar.when_is_dentist": ([_call("open_app", app="Calendar"), _finish("Friday, Dec 4 at 9:30 AM, Main St 5")], None),
+    "calendar.day_agenda": ([_call("list_events", date="2026-12-02"), _finish("Team standup at 9:00 and Board meeting at 16:00")], None),
+    "memory.usual_gym_block": ([_call("create_event", title="Gym", start="2026-12-05 07:00", end="2026-12-05 08:00"), _finish()], None),
     "memory.email_boss_report": ([_call("send_email", to="maria.chen@work.example", subject="Report", body="The report is done."),
                                   _finish()], Sensitivity.send),
 }
@@ -105,4 +112,12 @@ def test_the_composite_opens_the_email_and_its_text_is_on_screen(device, device_
 def test_email_to_the_wrong_sender_fails(device, device_ref, store):
     script = [_call("send_email", to="news@example.com", subject="Re: Q3 budget", body="Approved, thanks."), _finish()]
     traj = _run("gmail.reply_budget", script, device, device_ref, store, gate=_allow(Sensitivity.send))
+    assert not traj.verdict.success and [c.passed for c in traj.verdict.checks] == [False, True]
+
+
+def test_the_agenda_tool_reads_one_day_and_a_wrong_time_fails(device, device_ref, store):
+    traj = _run("calendar.day_agenda", SOLUTIONS["calendar.day_agenda"][0], device, device_ref, store)
+    assert [e["title"] for e in traj.steps[0].feedback.result] == ["Team standup", "Board meeting"]
+    script = [_call("create_event", title="Design review", start="2026-12-01 02:00", end="2026-12-01 03:00"), _finish()]
+    traj = _run("calendar.create_event", script, device, device_ref, store)
     assert not traj.verdict.success and [c.passed for c in traj.verdict.checks] == [False, True]

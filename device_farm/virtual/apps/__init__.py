@@ -15,6 +15,7 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.clock import Clock
     from device_farm.virtual.apps.contacts import Contacts
     from device_farm.virtual.apps.launcher import Launcher
+    from device_farm.virtual.apps.calendar import Calendar
     from device_farm.virtual.apps.gmail import Gmail
     from device_farm.virtual.apps.dialer import Dialer
     from device_farm.virtual.apps.keep import Keep
@@ -24,4 +25,4 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.food import DoorDash
     from device_farm.virtual.apps.travel import Booking
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, Settings, Keep, Dialer, Gmail]
+    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, Settings, Keep, Dialer, Gmail, Calendar]

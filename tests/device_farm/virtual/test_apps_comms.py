@@ -149,3 +149,46 @@ def test_inbox_lists_mail_opens_it_and_replies(virtual_phone):
     ui.press("back")
     ui(text="Compose").click()
     assert ui(resourceId=f"{GMAIL}:id/to").info["text"] == "To"  # empty field shows its hint
+
+
+CALENDAR = "com.google.android.calendar"
+EVENTS = "content://com.android.calendar/events"
+DEC_1_14H = 1796133600000  # 2026-12-01 14:00 UTC
+
+
+def test_insert_event_intent_opens_the_editor_and_save_writes_the_event(virtual_phone):
+    d = virtual_phone.device
+    out = d.shell2("am start -a android.intent.action.INSERT -t vnd.android.cursor.dir/event --es title 'Design review' "
+                   f"--el beginTime {DEC_1_14H} --el endTime {DEC_1_14H + 3600000} --es eventLocation 'Room 4B'")
+    assert out.returncode == 0
+    ui = u2.connect(d)
+    assert ui.app_current()["activity"] == "com.android.calendar.event.EditEventActivity"
+    assert ui(resourceId=f"{CALENDAR}:id/start_date_time").get_text() == "2026-12-01 14:00"
+    assert d.shell(f"content query --uri {EVENTS}") == "No result found."  # nothing until Save
+    ui(resourceId=f"{CALENDAR}:id/end_date_time").set_text("2026-12-01 15:30")
+    ui(text="Save").click()
+    assert d.shell(f"content query --uri {EVENTS} --projection title:dtstart:dtend:eventLocation") == \
+        f"Row: 0 title=Design review, dtstart={DEC_1_14H}, dtend={DEC_1_14H + 5400000}, eventLocation=Room 4B"
+
+
+def test_schedule_lists_events_by_start_and_the_editor_checks_times(virtual_phone):
+    d = virtual_phone.device
+    for i in range(12):
+        d.shell(f"content insert --uri {EVENTS} --bind title:s:'Standup {i}' --bind dtstart:l:{DEC_1_14H + (12 - i) * 86400000}")
+    d.shell(f"content insert --uri {EVENTS} --bind title:s:Dentist --bind dtstart:l:{DEC_1_14H} "
+            f"--bind dtend:l:{DEC_1_14H + 1800000} --bind eventLocation:s:'Main St 5'")
+    d.shell(f"monkey -p {CALENDAR} -c android.intent.category.LAUNCHER 1")
+    ui = u2.connect(d)
+    titles = ui(resourceId=f"{CALENDAR}:id/title")
+    assert titles[0].get_text() == "Dentist" and titles.count < 13
+    assert ui(resourceId=f"{CALENDAR}:id/timely_list").info["scrollable"]
+    assert ui(resourceId=f"{CALENDAR}:id/time")[0].get_text() == "Tue, Dec 1 · 2:00 PM – 2:30 PM"
+    ui(text="Dentist").click()
+    assert ui(resourceId=f"{CALENDAR}:id/location").get_text() == "Main St 5"
+    ui.press("back")
+    ui(description="Create new event").click()
+    ui(resourceId=f"{CALENDAR}:id/title").set_text("Gym")
+    ui(resourceId=f"{CALENDAR}:id/start_date_time").set_text("tomorrow")
+    ui(text="Save").click()
+    assert ui(resourceId=f"{CALENDAR}:id/error").exists  # not saved
+    assert "Gym" not in d.shell(f"content query --uri {EVENTS} --projection title")
