@@ -27,6 +27,7 @@ APPS: tuple[App, ...] = (
     App("Shopping", ("com.amazon.mShop.android.shopping",), ("amazon", "amazon shopping")),
     App("Food delivery", ("com.dd.doordash",), ("doordash", "food", "food delivery")),
     App("Travel", ("com.booking",), ("booking", "booking.com", "hotels", "travel booking")),
+    App("Payments", ("com.paypal.android.p2pmobile",), ("paypal", "wallet", "bank", "payments")),
     App("Settings", ("com.android.settings",), ("system settings", "preferences")),
     App("Keep Notes", ("com.google.android.keep",), ("keep", "notes", "google keep")),
 )

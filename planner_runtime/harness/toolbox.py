@@ -21,10 +21,11 @@ from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
 from planner_runtime.harness.tools.shopping import BuyProduct, SearchProducts
 from planner_runtime.harness.tools.food import FindRestaurants, OrderFood
 from planner_runtime.harness.tools.travel import BookHotel, SearchHotels
+from planner_runtime.harness.tools.payments import PaymentActivity, SendMoney
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), PaymentActivity(), SendMoney(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:

@@ -132,3 +132,40 @@ def test_travel_wrong_solutions_fail(device, device_ref, store):
     traj = _run("travel.book_named_hotel", [_call("book_hotel", **_stay(checkout="2026-12-09", hotel="Hotel Britania"))],
                 device, device_ref, store)
     assert traj.steps[0].feedback.error.code.value == "invalid_arguments" and not traj.verdict.success
+
+
+def test_payments_tasks(device, device_ref, store):
+    _ok(_run("payments.send_money", [_call("send_money", to="Maria Garcia", amount=20.0, note="concert tickets"),
+                                     _call("finish", answer="Sent")], device, device_ref, store))
+    traj = _run("payments.balance", [_call("skill_payments_balance"), _call("finish", answer="Your balance is $1,234.56")],
+                device, device_ref, store)
+    _ok(traj)
+    assert "$1,234.56" in traj.steps[0].feedback.observation.screen
+    traj = _run("payments.total_sent_to_person", [_call("payment_activity"), _call("finish", answer="$37.50 in total")],
+                device, device_ref, store)
+    _ok(traj)
+    assert {"who": "John Smith", "date": "2026-11-27", "note": "Cinema", "amount": -22.5} in traj.steps[0].feedback.result["recent"]
+    _ok(_run("payments.ask_amount_before_paying", [_call("ask_user", question="How much should I send Sam?"),
+                                                   _call("send_money", to="Sam Taylor", amount=60.0, note="Rent share"),
+                                                   _call("finish", answer="Sent $60")], device, device_ref, store))
+    _ok(_run("payments.pay_back_from_activity", [_call("payment_activity"),
+                                                 _call("send_money", to="Alex Chen", amount=25.0, note="Pizza night"),
+                                                 _call("finish", answer="Sent $25")], device, device_ref, store))
+    _ok(_run("memory.payments_sister_birthday", [_call("send_money", to="Maria Garcia", amount=50.0, note="Happy birthday"),
+                                                 _call("finish", answer="Sent")], device, device_ref, store))
+
+
+def test_payments_wrong_solutions_and_the_safety_gate(device, device_ref, store):
+    # an amount guessed instead of asked for
+    traj = _run("payments.ask_amount_before_paying", [_call("send_money", to="Sam Taylor", amount=50.0),
+                                                      _call("finish", answer="Sent")], device, device_ref, store)
+    assert not traj.verdict.success and not traj.verdict.checks[0].passed and not traj.verdict.checks[2].passed
+    # without the user's confirmation (batch default: deny) the payment is blocked and nothing moves
+    traj = _run("payments.send_money", [_call("send_money", to="Maria Garcia", amount=20.0), _call("finish", answer="Sent")],
+                device, device_ref, store, gate=SafetyGate())
+    assert traj.steps[0].feedback.status is FeedbackStatus.blocked
+    assert not traj.verdict.success and not traj.verdict.checks[0].passed
+    # more than the balance: PayPal refuses and the tool says why
+    traj = _run("payments.send_money", [_call("send_money", to="Maria Garcia", amount=500.0), _call("finish", answer="Sent")],
+                device, device_ref, store)
+    assert "enough money" in traj.steps[0].feedback.error.hint and not traj.verdict.success

@@ -24,5 +24,6 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.shopping import Shopping
     from device_farm.virtual.apps.food import DoorDash
     from device_farm.virtual.apps.travel import Booking
+    from device_farm.virtual.apps.payments import PayPal
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, Settings, Keep, Dialer, Gmail, Calendar]
+    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, PayPal, Settings, Keep, Dialer, Gmail, Calendar]

@@ -145,3 +145,43 @@ def test_booking_search_link(virtual_phone):
     d = u2.connect(adb)
     assert d(text="Park Hotel Tokyo").exists and d(text="$780.00 for 3 nights").exists
     assert d.app_current()["activity"].endswith("SearchResultsActivity")
+
+
+PAYPAL = "com.paypal.android.p2pmobile"
+PP = "content://com.paypal.android.p2pmobile.provider"
+
+
+def test_paypal_balance_activity_and_send(virtual_phone):
+    adb = virtual_phone.device
+    d = u2.connect(adb)
+    d.app_start(PAYPAL)
+    assert d(text="Log in to PayPal").exists
+    d(resourceId=f"{PAYPAL}:id/email").set_text("ada@example.com")
+    d(resourceId=f"{PAYPAL}:id/password").set_text("hunter2")
+    d(text="Log In").click()
+    assert d(resourceId=f"{PAYPAL}:id/balance_amount").get_text() == "$250.00"
+    assert d(resourceId=f"{PAYPAL}:id/activity_list", scrollable=True).exists  # 12 transactions
+    assert d(resourceId=f"{PAYPAL}:id/activity_item_title", instance=0).get_text() == "John Smith"
+    d(text="Send").click()
+    d(resourceId=f"{PAYPAL}:id/search_field").set_text("Maria Garcia")
+    d(resourceId=f"{PAYPAL}:id/amount_edit_text").set_text("300")
+    d(text="Send Now").click()
+    assert d(textContains="enough money").exists  # more than the balance: refused
+    d(resourceId=f"{PAYPAL}:id/amount_edit_text").set_text("20.50")
+    d(resourceId=f"{PAYPAL}:id/add_note").set_text("Tickets")
+    d(text="Send Now").click()
+    assert d(text="You sent $20.50 USD to Maria Garcia").exists
+    d(text="Done").click()
+    assert d(resourceId=f"{PAYPAL}:id/balance_amount").get_text() == "$229.50"
+    assert adb.shell(f"content query --uri {PP}/transactions --projection counterparty:amount:note --where 'amount=-20.5'") == \
+        "Row: 0 counterparty=Maria Garcia, amount=-20.5, note=Tickets"
+
+
+def test_paypal_me_link_prefills_the_send_screen(virtual_phone):
+    adb = virtual_phone.device
+    adb.shell(f"content insert --uri {PP}/account --bind email:s:grace@example.com")
+    assert adb.shell2("am start -a android.intent.action.VIEW -d https://www.paypal.me/alexchen/15").returncode == 0
+    d = u2.connect(adb)
+    assert d(resourceId=f"{PAYPAL}:id/search_field").get_text() == "alexchen"
+    assert d(resourceId=f"{PAYPAL}:id/amount_edit_text").get_text() == "15"
+    assert adb.shell(f"content query --uri {PP}/balance --projection amount") == "Row: 0 amount=250.0"

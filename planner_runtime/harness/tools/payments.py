@@ -1,0 +1,63 @@
+"""Payment tools over PayPal: ``payment_activity`` opens the app's home screen and reads the
+balance and the recent activity; ``send_money`` (sensitive: pay) taps "Send", fills in the
+recipient, amount and note, taps "Send Now" and checks the confirmation (or reports why PayPal
+refused, e.g. not enough balance)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from device_farm.android import Intent
+from device_farm.hierarchy import Screen
+from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.safety import Sensitivity
+from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, settle, tap, type_into
+
+APP = "PayPal"
+
+
+def _home(ctx: ToolContext) -> Screen:
+    package = _require_app(ctx, "Payments")
+    main = Intent(action="android.intent.action.MAIN", categories=("android.intent.category.LAUNCHER",),
+                  component=f"{package}/com.paypal.android.p2pmobile.startup.activities.StartupActivity")
+    return open_screen(ctx, main, APP, has("balance_amount"))
+
+
+class PaymentActivity(Tool):
+    name = "payment_activity"
+    description = "Read the PayPal balance and the recent activity (who, date, note, amount: negative = sent, positive = received)."
+
+    def run(self, ctx: ToolContext, args: ToolArgs) -> ToolResult:
+        screen = _home(ctx)
+        rows = zip(by_id(screen, "activity_item_title"), by_id(screen, "activity_item_subtitle"), by_id(screen, "activity_item_amount"))
+        activity = [{"who": t.text, "date": s.text.split(" · ")[0], "note": s.text.partition(" · ")[2],
+                     "amount": money_value(a.text) * (-1 if a.text.startswith("-") else 1)} for t, s, a in rows]
+        return ToolResult(result={"balance": money_value(by_id(screen, "balance_amount")[0].text), "recent": activity}, observe=True)
+
+
+class SendMoneyArgs(ToolArgs):
+    to: str = Field(min_length=1, description="Recipient: name, @username, email or mobile number")
+    amount: float = Field(gt=0, le=10000, description="Amount in USD, e.g. 25 or 12.50")
+    note: str = Field(default="", max_length=200, description="What it's for (shown to the recipient)")
+
+
+class SendMoney(Tool):
+    name = "send_money"
+    description = "Send money from the user's PayPal balance to a person (Send, then Send Now)."
+    Args = SendMoneyArgs
+    sensitive = Sensitivity.pay
+
+    def run(self, ctx: ToolContext, args: SendMoneyArgs) -> ToolResult:
+        screen = _home(ctx)
+        tap(ctx, by_id(screen, "send_money_button")[0])
+        screen = settle(ctx, APP, has("send_button"))
+        for suffix, value in (("search_field", args.to), ("amount_edit_text", f"{args.amount:.2f}"), ("add_note", args.note)):
+            if value:
+                screen = type_into(ctx, screen, by_id(screen, suffix)[0], value)
+        tap(ctx, by_id(screen, "send_button")[0])
+        screen = settle(ctx, APP, lambda s: has("success_title")(s) or has("error_text")(s))
+        if not by_id(screen, "success_title"):
+            raise ToolFailure(ErrorCode.action_failed, f"PayPal refused: {by_id(screen, 'error_text')[0].text}")
+        return ToolResult(result={"sent": args.amount, "to": args.to, "note": args.note}, observe=True)
