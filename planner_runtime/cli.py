@@ -544,9 +544,9 @@ def skills_show(name: str = typer.Argument(...), directory: Optional[Path] = _SK
 def skills_check(directory: Optional[Path] = _SKILLS_DIR) -> None:
     """Check every skill: referenced tools exist, composite placeholders are declared parameters."""
     from planner_runtime.harness.skills import check_skill
-    from planner_runtime.harness.toolbox import default_toolset
+    from planner_runtime.harness.toolbox import episode_tool_names
 
-    names = default_toolset().names()
+    names = episode_tool_names()
     skills = _load_skills(directory)
     bad = 0
     for skill in skills:

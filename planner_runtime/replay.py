@@ -5,6 +5,11 @@ reports the first step whose feedback or screen differs from the record (is the 
 reproducible, or was it the device?); :func:`replan` replays the first ``k`` calls to rebuild
 the state, then lets another planner (or harness release) take over from step ``k`` and
 verifies the result, so the two verdicts can be compared.
+
+Calls whose answer came from outside the phone (``ask_user``, memory tools, ``delegate``) are
+not re-run: the phone is what replay checks. Re-planning offers the tools a fresh episode
+with the same goal has on that phone (default tools, the chosen skills' composites,
+``screenshot``), not the user, memory or sub-agent tools.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ from typing import Any, Callable
 from device_farm import Device
 from planner_runtime.contract import DeviceRef, ErrorCode, Feedback, Source, Step, Trajectory, Verdict
 from planner_runtime.errors import PlannerRuntimeError
-from planner_runtime.harness.episode import Episode, EpisodeLimits
-from planner_runtime.harness.toolbox import default_toolset
-from planner_runtime.harness.tools import ToolContext
+from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
+from planner_runtime.harness.toolbox import toolset_for
+from planner_runtime.harness.tools import ToolContext, ToolSet
+from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import TaskSpec
@@ -43,6 +49,9 @@ class ReplayReport:
 
 # Turns the harness answered without running a tool: nothing to re-execute.
 _NOT_RUN = {ErrorCode.no_tool_call, ErrorCode.malformed_output, ErrorCode.too_many_calls, ErrorCode.repeated_action}
+# Tools whose answer came from outside the phone (the user, the memory profile, a sub-agent's
+# planner): replay keeps the recorded answer instead of asking again.
+_FROM_OUTSIDE = {"ask_user", "remember", "recall", "delegate"}
 
 
 def _compare(index: int, recorded: Feedback, replayed: Feedback) -> Divergence | None:
@@ -61,20 +70,23 @@ def _compare(index: int, recorded: Feedback, replayed: Feedback) -> Divergence |
     return None
 
 
-def _prepare(task: TaskSpec | None, device: Device) -> ToolContext:
+def _prepare(trajectory: Trajectory, task: TaskSpec | None, device: Device) -> tuple[ToolSet, ToolContext, str]:
+    """Seed, go home, and offer the tools the episode had: the default ones, the composites of
+    the skills chosen for its goal, and the screenshot tool."""
     if task is not None:
         seed(task, device)
     device.press("home")
-    return ToolContext(device=device)
+    return toolset_for(trajectory.goal, device, extra=[Screenshot()])
 
 
-def _rerun(steps: tuple[Step, ...], ctx: ToolContext, stop_at_divergence: bool) -> tuple[int, Divergence | None]:
-    tools = default_toolset()
+def _rerun(steps: tuple[Step, ...], tools: ToolSet, ctx: ToolContext, stop_at_divergence: bool) -> tuple[int, Divergence | None]:
     ctx.observe()
     first: Divergence | None = None
     ran = 0
     for step in steps:
         if step.tool_call is None or (step.feedback.error and step.feedback.error.code in _NOT_RUN):
+            continue
+        if step.tool_call.name in _FROM_OUTSIDE:
             continue
         replayed = tools.execute(step.tool_call, ctx)
         ran += 1
@@ -88,8 +100,8 @@ def _rerun(steps: tuple[Step, ...], ctx: ToolContext, stop_at_divergence: bool) 
 
 def reexecute(trajectory: Trajectory, device: Device, task: TaskSpec | None) -> ReplayReport:
     """Re-run every recorded call on ``device`` (fresh, seeded from ``task``) and compare."""
-    ctx = _prepare(task, device)
-    ran, divergence = _rerun(trajectory.steps, ctx, stop_at_divergence=False)
+    tools, ctx, _ = _prepare(trajectory, task, device)
+    ran, divergence = _rerun(trajectory.steps, tools, ctx, stop_at_divergence=False)
     verdict = verify(task, device, trajectory) if task is not None else None
     return ReplayReport(trajectory.id, ran, divergence, verdict)
 
@@ -110,8 +122,8 @@ def replan(
     continue; the new trajectory (earlier steps copied) is stored and verified."""
     if not 0 <= from_step < len(trajectory.steps):
         raise PlannerRuntimeError(f"--from-step must be 0..{len(trajectory.steps) - 1} for {trajectory.id}")
-    ctx = _prepare(task, device)
-    _, divergence = _rerun(trajectory.steps[:from_step], ctx, stop_at_divergence=True)
+    tools, ctx, skills_text = _prepare(trajectory, task, device)
+    _, divergence = _rerun(trajectory.steps[:from_step], tools, ctx, stop_at_divergence=True)
     if divergence is not None:
         raise PlannerRuntimeError(
             f"cannot rebuild the state of step {from_step}: step {divergence.step} replayed differently "
@@ -120,8 +132,9 @@ def replan(
     episode = Episode(
         goal=trajectory.goal,
         planner=planner,
-        tools=default_toolset(),
+        tools=tools,
         ctx=ctx,
+        system_prompt=SYSTEM_PROMPT + ("\n\n" + skills_text if skills_text else ""),
         store=store,
         device=device_ref,
         source=source,

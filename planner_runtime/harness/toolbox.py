@@ -28,6 +28,17 @@ def default_toolset() -> ToolSet:
     return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), PaymentActivity(), SendMoney(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
 
 
+def episode_tool_names() -> set[str]:
+    """Every tool an episode can offer: the default list plus the per-episode ones (user,
+    screenshot, memory, sub-agents), which need a user, a profile or a planner to exist."""
+    from planner_runtime.harness.subagents import Delegate
+    from planner_runtime.harness.tools.memory import Recall, Remember
+    from planner_runtime.harness.tools.screenshot import Screenshot
+    from planner_runtime.harness.tools.user import AskUser
+
+    return set(default_toolset().names()) | {t.name for t in (AskUser, Screenshot, Remember, Recall, Delegate)}
+
+
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:
     """``base`` with the composites of ``chosen`` and the ``extra`` tools added before ``finish``."""
     tools = [base[name] for name in base.names() if name != "finish"]

@@ -146,6 +146,9 @@ class ToolSet:
                     status=FeedbackStatus.blocked,
                     error=ToolError(code=ErrorCode.unsafe_action, hint=f"{tool.name} was not run: {decision.reason}"),
                 )
+            note = decision.reason  # recorded, so checks like "asked before paying" can see it
+        else:
+            note = ""
         try:
             outcome = tool.run(ctx, args)
             observation = ctx.observation() if outcome.observe else None
@@ -157,5 +160,5 @@ class ToolSet:
             if exc.infra:
                 raise
             return Feedback.fail(call.call_id, ErrorCode(exc.code), str(exc)[:300])
-        return Feedback(call_id=call.call_id, status=FeedbackStatus.ok, result=outcome.result, observation=observation)
+        return Feedback(call_id=call.call_id, status=FeedbackStatus.ok, result=outcome.result, observation=observation, note=note)
 

@@ -51,7 +51,9 @@ def test_policy_or_confirmation_lets_it_run(device):
     assert declined.status is FeedbackStatus.blocked and "declined" in declined.error.hint
     assert asked == [("delete_contact", Sensitivity.delete, {"name": "Ada Lovelace"})]
     gate.confirm = lambda *a: True
-    assert tools.execute(DELETE_ADA, ctx).status is FeedbackStatus.ok and _names(device) == []
+    confirmed = tools.execute(DELETE_ADA, ctx)
+    assert confirmed.status is FeedbackStatus.ok and _names(device) == []
+    assert confirmed.note == "confirmed by the user"  # on the record, for "asked before" checks
     assert [entry[2] for entry in gate.log] == [False, True]
 
 

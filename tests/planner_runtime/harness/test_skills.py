@@ -8,14 +8,14 @@ import pytest
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.skills import check_skill, load_skills, parse_skill, select, skills_prompt
-from planner_runtime.harness.toolbox import default_toolset, toolset_for
+from planner_runtime.harness.toolbox import episode_tool_names, toolset_for
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
 
 SUITE = {t.id: t for t in builtin_suite().tasks}
-TOOLS = default_toolset().names()
+TOOLS = episode_tool_names()
 
 
 def _write(tmp_path, name, text):

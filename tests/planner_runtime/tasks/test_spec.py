@@ -12,7 +12,7 @@ def test_builtin_suite_has_the_skeleton_tasks():
         "clock.set_alarm", "contacts.add_contact", "clock.disable_alarm_gui", "contacts.lookup_number", "memory.usual_wake_alarm"
     }
     assert {t.category.value for t in suite.tasks} >= {"tool", "skills", "memory"}
-    assert builtin_suite().tasks[0].rendered_goal() == "Set an alarm for 7:30"
+    assert builtin_suite("skeleton").tasks[0].rendered_goal() == "Set an alarm for 7:30"
 
 
 def _write(tmp_path, text):
