@@ -39,6 +39,12 @@ SOLUTIONS: dict[str, list[dict]] = {
     "keep.delete_note_confirmed": [call("ask_user", question="Delete the note 'Old ideas'?"),
                                    call("delete_note", title="Old ideas"), done()],
     "memory.keep_parking_spot": [call("create_note", title="Parking", text="Airport garage, level 3, bay 42"), done()],
+    "files.count_downloads": [call("list_files", folder="Downloads"), done("3 files")],
+    "files.delete_old_invoice_confirmed": [call("ask_user", question="Delete invoice_2023.pdf?"),
+                                           call("delete_file", path="Downloads/invoice_2023.pdf"), done()],
+    "files.read_booking_code": [call("list_files", folder="Downloads"),
+                                call("read_text_file", path="Downloads/hotel_booking.txt"), done("It is QX7-22B")],
+    "files.count_camera_photos": [call("list_files", folder="DCIM/Camera"), done("3 photos")],
 }
 
 # Scripts that need element ids of the virtual phone's screens: built by looking at them first.
@@ -47,6 +53,8 @@ LEARNED = {"keep.append_item_gui"}
 WRONG: dict[str, list[dict]] = {
     "settings.wifi_off": [call("toggle_setting", setting="airplane_mode", on=True), done()],
     "keep.create_list": [call("create_note", title="Groceries", text="milk, eggs"), done()],
+    "files.delete_old_invoice_confirmed": [call("ask_user", question="Delete the invoices?"),
+                                           call("delete_file", path="Downloads/invoice_2024.pdf"), done()],
 }
 
 

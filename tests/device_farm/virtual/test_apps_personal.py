@@ -98,3 +98,49 @@ def test_keep_list_scrolls_searches_and_trashes(virtual_phone):
     d(description="Delete").click()
     assert "trashed=1" in adb.shell(f"content query --uri {NOTES} --projection trashed --where \"title='Note 07'\"")
     assert not d(text="Note 07").exists
+
+
+FILES = "com.google.android.apps.nbu.files"
+
+
+def test_files_shows_pushed_files_and_deletes_after_confirming(virtual_phone, tmp_path):
+    adb = virtual_phone.device
+    for i in range(14):
+        (tmp_path / f"scan_{i:02d}.pdf").write_bytes(b"%PDF" + b"x" * (2400 * i))
+        adb.sync.push(str(tmp_path / f"scan_{i:02d}.pdf"), f"/sdcard/Download/scan_{i:02d}.pdf")
+    assert adb.shell2("am start -a android.intent.action.VIEW_DOWNLOADS").returncode == 0
+    d = u2.connect(adb)
+    names = lambda: [e.get_text() for e in d(resourceId=f"{FILES}:id/file_name")]  # noqa: E731
+    assert d(resourceId=f"{FILES}:id/toolbar_title").get_text() == "Downloads"
+    assert names()[0] == "scan_00.pdf" and "scan_13.pdf" not in names()
+    assert d(resourceId=f"{FILES}:id/file_list").info["scrollable"] is True
+    d.swipe(540, 2000, 540, 400)
+    d.swipe(540, 2000, 540, 400)
+    assert "scan_13.pdf" in names()
+    d(text="scan_13.pdf").click()
+    assert d(resourceId=f"{FILES}:id/file_size").get_text() == "31.2 kB"
+    d(text="Delete").click()
+    assert d(text="Delete this file permanently?").exists
+    d(text="Cancel").click()
+    assert "scan_13.pdf" in adb.shell("ls /sdcard/Download")
+    d(text="Delete").click()
+    d(resourceId="android:id/button1").click()
+    assert "scan_13.pdf" not in adb.shell("ls /sdcard/Download")
+    assert "scan_13.pdf" not in names()
+
+
+def test_files_images_lists_camera_and_pictures(virtual_phone, tmp_path):
+    adb = virtual_phone.device
+    (tmp_path / "a.jpg").write_bytes(b"JPEG")
+    adb.sync.push(str(tmp_path / "a.jpg"), "/sdcard/DCIM/Camera/IMG_1.jpg")
+    adb.sync.push(str(tmp_path / "a.jpg"), "/sdcard/Pictures/Screenshots/Screenshot_1.png")
+    adb.sync.push(str(tmp_path / "a.jpg"), "/sdcard/DCIM/Camera/clip.mp4")
+    d = u2.connect(adb)
+    d.app_start(FILES)
+    d(text="Images").click()
+    assert sorted(e.get_text() for e in d(resourceId=f"{FILES}:id/file_name")) == ["IMG_1.jpg", "Screenshot_1.png"]
+    d.press("back")
+    d(text="Internal storage").click()
+    d(text="DCIM").click()
+    d(text="Camera").click()
+    assert d(text="clip.mp4").exists
