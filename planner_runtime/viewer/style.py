@@ -27,6 +27,7 @@ pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; 
 .badge { display: inline-block; border-radius: 10px; padding: 1px 9px; font-size: 12px; font-weight: 600;
          color: #fff; background: var(--mute); }
 .badge.ok { background: var(--ok); } .badge.bad { background: var(--bad); } .badge.warn { background: var(--warn); }
+.checks th { width: auto; } .checks th:first-child { width: 2em; } .checks td:nth-child(2) { width: 35%; }
 .pass { color: var(--ok); font-weight: 700; } .fail { color: var(--bad); font-weight: 700; }
 .step { border: 1px solid var(--line); border-radius: 8px; margin: 12px 0; padding: 10px 12px; }
 .step.error, .step.blocked { border-left: 5px solid var(--bad); }
