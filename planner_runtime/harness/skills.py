@@ -9,6 +9,7 @@ the system prompt within a character budget; the composites of the chosen skills
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -104,11 +105,17 @@ def parse_skill(path: Path) -> Skill:
         raise ConfigError(f"{path}: {where}") from exc
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: Path, mtime_ns: int) -> Skill:
+    return parse_skill(path)
+
+
 def load_skills(directory: Path | None = None) -> list[Skill]:
+    """Every skill under ``directory``; each file is parsed once and again only when it changes."""
     root = directory or default_skills_dir()
     if not root.is_dir():
         return []
-    skills = [parse_skill(p) for p in sorted(root.glob("*/SKILL.md"))]
+    skills = [_parsed(p, p.stat().st_mtime_ns) for p in sorted(root.glob("*/SKILL.md"))]
     names = [s.name for s in skills]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

@@ -9,6 +9,7 @@ the device itself (``DeviceError.infra``) propagate, so the episode loop can end
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable
 
@@ -87,6 +88,12 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
+@functools.lru_cache(maxsize=512)
+def _parameters(args: type[ToolArgs]) -> dict[str, Any]:
+    """The JSON schema of an Args model, built once per model (tools are made per episode)."""
+    return _strip_titles(args.model_json_schema())
+
+
 class Tool:
     """Base class: subclasses set ``name``, ``description``, ``Args`` and implement ``run``."""
 
@@ -97,7 +104,7 @@ class Tool:
     sensitive: ClassVar[Sensitivity | None] = None  # runs only past the safety gate
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, parameters=_strip_titles(self.Args.model_json_schema()))
+        return ToolSpec(name=self.name, description=self.description, parameters=_parameters(self.Args))
 
     def run(self, ctx: ToolContext, args: Any) -> ToolResult:
         raise NotImplementedError
