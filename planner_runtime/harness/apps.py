@@ -30,6 +30,7 @@ APPS: tuple[App, ...] = (
     App("Payments", ("com.paypal.android.p2pmobile",), ("paypal", "wallet", "bank", "payments")),
     App("Settings", ("com.android.settings",), ("system settings", "preferences")),
     App("Keep Notes", ("com.google.android.keep",), ("keep", "notes", "google keep")),
+    App("Maps", ("com.google.android.apps.maps",), ("google maps", "map", "navigation", "directions")),
     App("Files", ("com.google.android.apps.nbu.files", "com.android.documentsui", "com.sec.android.app.myfiles"), ("files by google", "file manager", "my files", "downloads")),
 )
 

@@ -45,6 +45,10 @@ SOLUTIONS: dict[str, list[dict]] = {
     "files.read_booking_code": [call("list_files", folder="Downloads"),
                                 call("read_text_file", path="Downloads/hotel_booking.txt"), done("It is QX7-22B")],
     "files.count_camera_photos": [call("list_files", folder="DCIM/Camera"), done("3 photos")],
+    "maps.walk_to_coffee": [call("navigate_to", destination="Blue Bottle Coffee", mode="walking"), done()],
+    "maps.save_park": [call("save_place", query="Golden Gate Park"), done()],
+    "maps.dentist_address": [call("saved_places"), done("450 Sutter St, San Francisco, CA 94108")],
+    "memory.maps_take_me_home": [call("navigate_to", destination="1180 Valencia St, San Francisco"), done()],
 }
 
 # Scripts that need element ids of the virtual phone's screens: built by looking at them first.
@@ -53,6 +57,7 @@ LEARNED = {"keep.append_item_gui"}
 WRONG: dict[str, list[dict]] = {
     "settings.wifi_off": [call("toggle_setting", setting="airplane_mode", on=True), done()],
     "keep.create_list": [call("create_note", title="Groceries", text="milk, eggs"), done()],
+    "maps.walk_to_coffee": [call("navigate_to", destination="Blue Bottle Coffee"), done()],
     "files.delete_old_invoice_confirmed": [call("ask_user", question="Delete the invoices?"),
                                            call("delete_file", path="Downloads/invoice_2024.pdf"), done()],
 }

@@ -144,3 +144,44 @@ def test_files_images_lists_camera_and_pictures(virtual_phone, tmp_path):
     d(text="DCIM").click()
     d(text="Camera").click()
     assert d(text="clip.mp4").exists
+
+
+MAPS = "com.google.android.apps.maps"
+NAVIGATION = "content://com.google.android.apps.maps/navigation"
+
+
+def test_maps_geo_intent_place_sheet_directions_and_save(virtual_phone):
+    adb = virtual_phone.device
+    assert adb.shell2("am start -a android.intent.action.VIEW -d 'geo:0,0?q=Golden%20Gate%20Park'").returncode == 0
+    d = u2.connect(adb)
+    assert d(resourceId=f"{MAPS}:id/title").get_text() == "Golden Gate Park"
+    assert d(resourceId=f"{MAPS}:id/address").get_text().startswith("501 Stanyan St")
+    d(text="Save").click()
+    assert d(text="Saved").exists
+    assert "name=Golden Gate Park" in adb.shell("content query --uri content://com.google.android.apps.maps/saved_places")
+    d(text="Directions").click()
+    d(text="Walking").click()
+    d(text="Start").click()
+    assert d(text="Head toward Golden Gate Park").exists
+    assert adb.shell(f"content query --uri {NAVIGATION} --projection destination:mode:active") == \
+        "Row: 0 destination=Golden Gate Park, mode=w, active=1"
+    d(text="Exit").click()
+    assert "active=0" in adb.shell(f"content query --uri {NAVIGATION} --projection active")
+
+
+def test_maps_navigation_intent_search_box_and_saved_tab(virtual_phone):
+    adb = virtual_phone.device
+    adb.shell2("am start -a android.intent.action.VIEW -d 'google.navigation:q=Ferry+Building&mode=b'")
+    assert adb.shell(f"content query --uri {NAVIGATION} --projection destination:mode") == \
+        "Row: 0 destination=Ferry Building, mode=b"
+    d = u2.connect(adb)
+    d.press("back")
+    d(resourceId=f"{MAPS}:id/search_omnibox_text_box").set_text("bakery")
+    assert d(text="Tartine Bakery").exists
+    d(text="Tartine Bakery").click()
+    d(text="Save").click()
+    d(text="You").click()
+    assert d(text="Tartine Bakery").exists and d(text="Saved").exists
+    adb.shell2("am start -a android.intent.action.VIEW -d "
+               "'https://www.google.com/maps/dir/?api=1&destination=Dolores+Park&travelmode=walking'")
+    assert d(text="Walking").info["selected"] is True
