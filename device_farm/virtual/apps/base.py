@@ -83,6 +83,10 @@ class App:
     def providers(self) -> list[SqliteProvider]:
         return self._providers
 
+    def media_session(self) -> str | None:
+        """This app's record in `dumpsys media_session`, if it has a media session."""
+        return None
+
     def resolve(self, intent: Intent) -> str | None:
         """The activity class this app would handle an implicit intent with, if any."""
         return None

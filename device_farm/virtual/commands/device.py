@@ -147,6 +147,10 @@ def dumpsys(ctx: CommandContext, args: list[str]) -> int:
         return dumpsys_battery(ctx, args[1:])
     elif service == "notification":
         ctx.out(dumpsys_notification(system))
+    elif service == "media_session":
+        sessions = [s for app in system.apps.values() if (s := app.media_session()) is not None]
+        ctx.out("MEDIA SESSION SERVICE (dumpsys media_session)\n\n"
+                f"Sessions Stack - have {len(sessions)} sessions:\n" + "".join(sessions))
     elif service == "wifi":
         on = system.settings["global"].get("wifi_on") == "1"
         ctx.out(f"Wi-Fi is {'enabled' if on else 'disabled'}\n")
