@@ -31,6 +31,7 @@ APPS: tuple[App, ...] = (
     App("Settings", ("com.android.settings",), ("system settings", "preferences")),
     App("Keep Notes", ("com.google.android.keep",), ("keep", "notes", "google keep")),
     App("Maps", ("com.google.android.apps.maps",), ("google maps", "map", "navigation", "directions")),
+    App("YouTube Music", ("com.google.android.apps.youtube.music", "com.spotify.music"), ("music", "youtube music", "songs", "player")),
     App("Files", ("com.google.android.apps.nbu.files", "com.android.documentsui", "com.sec.android.app.myfiles"), ("files by google", "file manager", "my files", "downloads")),
 )
 

@@ -49,15 +49,20 @@ SOLUTIONS: dict[str, list[dict]] = {
     "maps.save_park": [call("save_place", query="Golden Gate Park"), done()],
     "maps.dentist_address": [call("saved_places"), done("450 Sutter St, San Francisco, CA 94108")],
     "memory.maps_take_me_home": [call("navigate_to", destination="1180 Valencia St, San Francisco"), done()],
+    "music.play_song": [call("play_music", query="Blinding Lights"), done()],
+    "music.pause": [call("pause_music"), done()],
+    "music.now_playing": [call("now_playing"), done("Heat Waves by Glass Animals")],
+    "memory.music_workout_playlist": [call("play_music", query="Power Hour", playlist=True), done()],
 }
 
 # Scripts that need element ids of the virtual phone's screens: built by looking at them first.
-LEARNED = {"keep.append_item_gui"}
+LEARNED = {"keep.append_item_gui", "music.playlist_count"}
 
 WRONG: dict[str, list[dict]] = {
     "settings.wifi_off": [call("toggle_setting", setting="airplane_mode", on=True), done()],
     "keep.create_list": [call("create_note", title="Groceries", text="milk, eggs"), done()],
     "maps.walk_to_coffee": [call("navigate_to", destination="Blue Bottle Coffee"), done()],
+    "music.play_song": [call("play_music", query="Dua Lipa"), done()],
     "files.delete_old_invoice_confirmed": [call("ask_user", question="Delete the invoices?"),
                                            call("delete_file", path="Downloads/invoice_2024.pdf"), done()],
 }
@@ -84,6 +89,13 @@ def _learned_script(task_id: str, device) -> list[dict]:
         body = _ids(device, lambda e: e.resource_id.endswith("edit_note_text"))[0]
         script = [call("open_app", app="Keep Notes"), call("tap", element=card),
                   call("type_text", element=body, text="milk\neggs\nbutter"), call("back"), done()]
+    elif task_id == "music.playlist_count":
+        launch_app(device, "com.google.android.apps.youtube.music")
+        library = _ids(device, lambda e: e.text == "Library")[0]
+        device.click(*next(e for e in device.observe().elements if e.id == library).bounds.center)
+        playlist = _ids(device, lambda e: e.text == "Road Trip")[0]
+        script = [call("open_app", app="YouTube Music"), call("tap", element=library), call("tap", element=playlist),
+                  done("4 songs")]
     else:
         raise KeyError(task_id)
     device.press("home")

@@ -21,6 +21,7 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.keep import Keep
     from device_farm.virtual.apps.files import Files
     from device_farm.virtual.apps.maps import Maps
+    from device_farm.virtual.apps.music import Music
     from device_farm.virtual.apps.settings import Settings
     from device_farm.virtual.apps.messages import Messages
     from device_farm.virtual.apps.shopping import Shopping
@@ -28,4 +29,4 @@ def default_apps() -> list[Callable[["AndroidSystem"], App]]:
     from device_farm.virtual.apps.travel import Booking
     from device_farm.virtual.apps.payments import PayPal
 
-    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, PayPal, Settings, Keep, Files, Maps, Dialer, Gmail, Calendar]
+    return [Launcher, Clock, Contacts, Messages, Shopping, DoorDash, Booking, PayPal, Settings, Keep, Files, Maps, Music, Dialer, Gmail, Calendar]

@@ -185,3 +185,48 @@ def test_maps_navigation_intent_search_box_and_saved_tab(virtual_phone):
     adb.shell2("am start -a android.intent.action.VIEW -d "
                "'https://www.google.com/maps/dir/?api=1&destination=Dolores+Park&travelmode=walking'")
     assert d(text="Walking").info["selected"] is True
+
+
+MUSIC = "com.google.android.apps.youtube.music"
+PLAYER = "content://com.google.android.apps.youtube.music/player"
+
+
+def test_music_play_from_search_pause_and_media_session(virtual_phone):
+    adb = virtual_phone.device
+    assert "Sessions Stack - have 0 sessions" in adb.shell("dumpsys media_session")
+    out = adb.shell2("am start -a android.media.action.MEDIA_PLAY_FROM_SEARCH --es query 'Blinding Lights'")
+    assert out.returncode == 0
+    session = adb.shell("dumpsys media_session")
+    assert "state=PlaybackState {state=3" in session and "description=Blinding Lights, The Weeknd" in session
+    d = u2.connect(adb)
+    assert d(resourceId=f"{MUSIC}:id/title").get_text() == "Blinding Lights"
+    d(description="Pause").click()
+    assert "state=PlaybackState {state=2" in adb.shell("dumpsys media_session")
+    assert d(description="Play").exists
+    d(description="Next").click()
+    assert "title=Levitating, state=playing" in adb.shell(f"content query --uri {PLAYER} --projection title:state")
+
+
+def test_music_library_playlist_search_and_scroll(virtual_phone):
+    adb = virtual_phone.device
+    adb.shell("content insert --uri content://com.google.android.apps.youtube.music/playlists --bind name:s:Chill")
+    for title in ("Holocene", "Weightless"):
+        adb.shell("content insert --uri content://com.google.android.apps.youtube.music/playlist_items "
+                  f"--bind playlist:s:Chill --bind title:s:{title}")
+    d = u2.connect(adb)
+    d.app_start(MUSIC)
+    assert d(resourceId=f"{MUSIC}:id/results_list").info["scrollable"] is True
+    assert not d(text="Anti-Hero").exists
+    for _ in range(4):
+        d.swipe(540, 2000, 540, 500)
+    assert d(text="Anti-Hero").exists
+    d(text="Library").click()
+    assert d(text="Playlist • 2 songs").exists
+    d(text="Chill").click()
+    d(text="Play").click()
+    assert adb.shell(f"content query --uri {PLAYER} --projection title:playlist:state") == \
+        "Row: 0 title=Holocene, playlist=Chill, state=playing"
+    assert d(resourceId=f"{MUSIC}:id/mini_player_title").get_text() == "Holocene"
+    d(description="Search").click()
+    d(resourceId=f"{MUSIC}:id/search_edit_text").set_text("Dua Lipa")
+    assert [e.get_text() for e in d(resourceId=f"{MUSIC}:id/title")] == ["Levitating", "Don't Start Now"]
