@@ -73,8 +73,8 @@ def test_invalid_calls_are_rejected(grammars, byte_tokenizer, specs, name, argum
 def test_the_grammar_forces_what_only_one_tool_allows(grammars, byte_tokenizer, specs):
     matcher = grammars.matcher(specs)
     tok = byte_tokenizer
-    assert matcher.consume_tokens(tok('<tool_call>\n{"name": "se', add_special_tokens=False).input_ids)
-    assert tok.decode(matcher.compute_ff_tokens()) == 't_alarm", "arguments": {"hour": '
+    assert matcher.consume_tokens(tok('<tool_call>\n{"name": "set_al', add_special_tokens=False).input_ids)
+    assert tok.decode(matcher.compute_ff_tokens()) == 'arm", "arguments": {"hour": '
 
 
 def test_each_distinct_tool_list_compiles_once(grammars, specs):
