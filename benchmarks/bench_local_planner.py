@@ -119,6 +119,7 @@ def main() -> None:
         )
 
     compare_constraint(planner, tools(8), chat(4), sampling, args.repeat)
+    compare_plain_generate(planner, tools(8), chat(4), sampling, args.repeat)
 
 
 def compare_constraint(planner: LocalPlanner, specs: list[ToolSpec], messages: list[Message], sampling: Sampling, repeat: int) -> None:
@@ -143,6 +144,20 @@ def compare_constraint(planner: LocalPlanner, specs: list[ToolSpec], messages: l
         f"{forced} of {con_passes + forced} ({forced / max(1, con_passes + forced):.0%}); "
         f"per generated token {con_s / max(1, con_passes + forced) * 1000:.0f} ms vs {free_s / max(1, free_passes) * 1000:.0f} ms"
     )
+
+
+def compare_plain_generate(planner: LocalPlanner, specs: list[ToolSpec], messages: list[Message], sampling: Sampling, repeat: int) -> None:
+    """The issue's yardstick: one step against plain ``model.generate`` on the same prompt with
+    40 new tokens (no prefix cache, no grammar), side by side in this run."""
+    import torch
+
+    ids = planner.tokenizer(planner.render(messages, specs), return_tensors="pt").input_ids
+    with torch.inference_mode():
+        plain_s, _ = timed(lambda: planner.model.generate(ids, max_new_tokens=40, min_new_tokens=40, do_sample=False), repeat)
+    planner.plan(messages, specs, sampling=sampling)  # the static prefix is cached once per process
+    step_s, _ = timed(lambda: planner.plan(messages, specs, sampling=sampling), repeat)
+    print(f"plain generate, {ids.shape[1]} prompt tokens + 40 new: {plain_s:5.2f} s; planner step {step_s:5.2f} s; "
+          f"speed-up {plain_s / step_s:.1f}x (target >= 5x)")
 
 
 if __name__ == "__main__":
