@@ -4,13 +4,17 @@ the UI through uiautomator2."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import uiautomator2 as u2
 
 SETTINGS = "com.android.settings"
 
 
-def _texts(d: u2.Device) -> list[str]:
-    return [e.get_text() for e in d(resourceId="android:id/title")]
+def _texts(d: u2.Device, resource_id: str = "android:id/title") -> list[str]:
+    """Texts of the views with ``resource_id`` on screen, top to bottom (one hierarchy dump)."""
+    return [n.get("text", "") for n in ET.fromstring(d.dump_hierarchy().encode()).iter("node")
+            if n.get("resource-id") == resource_id]
 
 
 def test_settings_switch_and_settings_get_agree(virtual_phone):
@@ -82,12 +86,11 @@ def test_keep_share_text_creates_a_note_and_the_editor_saves_typing(virtual_phon
 
 def test_keep_list_scrolls_searches_and_trashes(virtual_phone):
     adb = virtual_phone.device
-    for i in range(12):
-        adb.shell(f"content insert --uri {NOTES} --bind title:s:'Note {i:02d}' --bind text:s:'body {i}' "
-                  f"--bind modified:i:{1000 + i}")
+    adb.shell("; ".join(f"content insert --uri {NOTES} --bind title:s:'Note {i:02d}' --bind text:s:'body {i}' "
+                        f"--bind modified:i:{1000 + i}" for i in range(12)))
     d = u2.connect(adb)
     d.app_start(KEEP)
-    titles = lambda: [e.get_text() for e in d(resourceId=f"{KEEP}:id/index_note_title")]  # noqa: E731
+    titles = lambda: _texts(d, f"{KEEP}:id/index_note_title")  # noqa: E731
     assert titles()[0] == "Note 11" and "Note 00" not in titles()
     d.swipe(540, 2000, 540, 600)
     d.swipe(540, 2000, 540, 600)
@@ -105,12 +108,12 @@ FILES = "com.google.android.apps.nbu.files"
 
 def test_files_shows_pushed_files_and_deletes_after_confirming(virtual_phone, tmp_path):
     adb = virtual_phone.device
-    for i in range(14):
-        (tmp_path / f"scan_{i:02d}.pdf").write_bytes(b"%PDF" + b"x" * (2400 * i))
-        adb.sync.push(str(tmp_path / f"scan_{i:02d}.pdf"), f"/sdcard/Download/scan_{i:02d}.pdf")
+    (tmp_path / "scan.pdf").write_bytes(b"%PDF" + b"x" * 31196)
+    adb.sync.push(str(tmp_path / "scan.pdf"), "/sdcard/Download/scan_13.pdf")  # what adb push writes shows
+    adb.shell("; ".join(f"echo page > /sdcard/Download/scan_{i:02d}.pdf" for i in range(13)))
     assert adb.shell2("am start -a android.intent.action.VIEW_DOWNLOADS").returncode == 0
     d = u2.connect(adb)
-    names = lambda: [e.get_text() for e in d(resourceId=f"{FILES}:id/file_name")]  # noqa: E731
+    names = lambda: _texts(d, f"{FILES}:id/file_name")  # noqa: E731
     assert d(resourceId=f"{FILES}:id/toolbar_title").get_text() == "Downloads"
     assert names()[0] == "scan_00.pdf" and "scan_13.pdf" not in names()
     assert d(resourceId=f"{FILES}:id/file_list").info["scrollable"] is True
@@ -138,7 +141,7 @@ def test_files_images_lists_camera_and_pictures(virtual_phone, tmp_path):
     d = u2.connect(adb)
     d.app_start(FILES)
     d(text="Images").click()
-    assert sorted(e.get_text() for e in d(resourceId=f"{FILES}:id/file_name")) == ["IMG_1.jpg", "Screenshot_1.png"]
+    assert sorted(_texts(d, f"{FILES}:id/file_name")) == ["IMG_1.jpg", "Screenshot_1.png"]
     d.press("back")
     d(text="Internal storage").click()
     d(text="DCIM").click()
@@ -229,4 +232,4 @@ def test_music_library_playlist_search_and_scroll(virtual_phone):
     assert d(resourceId=f"{MUSIC}:id/mini_player_title").get_text() == "Holocene"
     d(description="Search").click()
     d(resourceId=f"{MUSIC}:id/search_edit_text").set_text("Dua Lipa")
-    assert [e.get_text() for e in d(resourceId=f"{MUSIC}:id/title")] == ["Levitating", "Don't Start Now"]
+    assert _texts(d, f"{MUSIC}:id/title") == ["Levitating", "Don't Start Now"]
