@@ -15,7 +15,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
+from device_farm.virtual.apps.widgets import button, edit_text, group, scrolled, text_view
 from device_farm.virtual.content import ContentUri, SqliteProvider, Table
 from device_farm.virtual.intents import ACTION_VIEW, Intent
 from device_farm.virtual.ui import Bounds, ViewNode
@@ -53,6 +53,8 @@ class CalendarProvider(SqliteProvider):
 
 
 class ScheduleActivity(Activity):
+    first, total, list_bounds = 0, 0, Bounds(0, 0, 1, 1)  # the scroll position and what it moves over
+
     def build(self, screen: Bounds) -> list[ViewNode]:
         app = self.app
         assert isinstance(app, Calendar)
@@ -63,8 +65,10 @@ class ScheduleActivity(Activity):
                         desc="Jump to Today", image=True)]
         top, bottom = screen.top + 200, screen.bottom - 40
         events = app.events()
+        self.total, self.list_bounds = len(events), Bounds(0, top, w, bottom)
+        self.first = min(self.first, max(0, len(events) - (bottom - top) // ROW_HEIGHT))
         rows = []
-        for i, (event_id, title, start, end, location) in enumerate(events[: (bottom - top) // ROW_HEIGHT]):
+        for i, (event_id, title, start, end, location) in enumerate(events[self.first:self.first + (bottom - top) // ROW_HEIGHT]):
             y = top + i * ROW_HEIGHT
             when = f"{app.when(start, '%a, %b %-d')} · {app.when(start, '%-I:%M %p')} – {app.when(end or start, '%-I:%M %p')}"
             children = [text_view(Bounds(200, y + 20, w - 60, y + 100), title or "(No title)", rid("title")),
@@ -76,7 +80,7 @@ class ScheduleActivity(Activity):
         list_bounds = Bounds(0, top, w, bottom)
         if rows:
             views.append(group(list_bounds, rows, rid("timely_list"), cls="androidx.recyclerview.widget.RecyclerView",
-                               scrollable=len(events) > len(rows)))
+                               scrollable=len(events) > (bottom - top) // ROW_HEIGHT))
         else:
             views.append(text_view(list_bounds, "Nothing planned. Tap to create.", rid("empty_view")))
         views.append(button(Bounds(w - 260, screen.bottom - 260, w - 60, screen.bottom - 60), "",
@@ -84,6 +88,12 @@ class ScheduleActivity(Activity):
                             on_click=lambda: self.system.start_activity(
                                 Intent(ACTION_INSERT, mime_type=EVENT_TYPES[0], package=PACKAGE))))
         return views
+
+
+    def on_scroll(self, dy: int) -> bool:
+        before = self.first
+        self.first = scrolled(self.first, dy, ROW_HEIGHT, self.total, self.list_bounds)
+        return before != self.first
 
 
 class EventInfoActivity(Activity):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
+from device_farm.virtual.apps.widgets import button, edit_text, group, scrolled, text_view
 from device_farm.virtual.content import ContentUri, SqliteProvider, Table
 from device_farm.virtual.intents import ACTION_VIEW, Intent
 from device_farm.virtual.ui import Bounds, ViewNode
@@ -55,6 +55,8 @@ class CallLogProvider(SqliteProvider):
 class DialtactsActivity(Activity):
     """Recents (the call log, newest first) with the dialpad as an overlay when open."""
 
+    first, total, list_bounds = 0, 0, Bounds(0, 0, 1, 1)  # the scroll position and what it moves over
+
     def __init__(self, app: "Dialer", name: str, intent: Intent, dialpad: bool = False) -> None:
         super().__init__(app, name, intent)
         self.dialer = app
@@ -68,8 +70,10 @@ class DialtactsActivity(Activity):
                            rid("open_search_bar_text_view"))]
         top, bottom = screen.top + 200, screen.bottom - 200
         calls = self.dialer.calls()
+        self.total, self.list_bounds = len(calls), Bounds(0, top, w, bottom)
+        self.first = min(self.first, max(0, len(calls) - (bottom - top) // ROW_HEIGHT))
         rows = []
-        for i, (number, name, kind) in enumerate(calls[: (bottom - top) // ROW_HEIGHT]):
+        for i, (number, name, kind) in enumerate(calls[self.first:self.first + (bottom - top) // ROW_HEIGHT]):
             y = top + i * ROW_HEIGHT
             rows.append(group(Bounds(0, y, w, y + ROW_HEIGHT), [
                 text_view(Bounds(200, y + 30, w - 240, y + 110), self.dialer.label_for(number, name), rid("primary_text")),
@@ -81,7 +85,7 @@ class DialtactsActivity(Activity):
         list_bounds = Bounds(0, top, w, bottom)
         if rows:
             views.append(group(list_bounds, rows, rid("new_call_log_recycler_view"),
-                               cls="androidx.recyclerview.widget.RecyclerView", scrollable=len(calls) > len(rows)))
+                               cls="androidx.recyclerview.widget.RecyclerView", scrollable=len(calls) > (bottom - top) // ROW_HEIGHT))
         else:
             views.append(text_view(list_bounds, "No recent calls", rid("empty_list_view_message")))
         tabs = [text_view(Bounds(i * w // 4, bottom, (i + 1) * w // 4, screen.bottom), label, desc=label)
@@ -109,6 +113,13 @@ class DialtactsActivity(Activity):
         children.append(button(Bounds(w // 2 - 110, y, w // 2 + 110, y + 200), "", rid("dialpad_voice_call_button"),
                                desc="dial", image=True, on_click=self.dial))
         return group(Bounds(0, top, w, screen.bottom), children, rid("dialpad_view"), cls="android.widget.LinearLayout")
+
+    def on_scroll(self, dy: int) -> bool:
+        if self.digits is not None:
+            return False
+        before = self.first
+        self.first = scrolled(self.first, dy, ROW_HEIGHT, self.total, self.list_bounds)
+        return before != self.first
 
     def open_dialpad(self) -> None:
         self.digits, self.focused = "", rid("digits")

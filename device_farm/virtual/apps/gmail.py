@@ -13,7 +13,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, unquote
 
 from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
+from device_farm.virtual.apps.widgets import button, edit_text, group, scrolled, text_view
 from device_farm.virtual.content import ContentUri, SqliteProvider, Table
 from device_farm.virtual.intents import ACTION_VIEW, Intent
 from device_farm.virtual.ui import Bounds, ViewNode
@@ -70,6 +70,8 @@ class GmailProvider(SqliteProvider):
 
 
 class InboxActivity(Activity):
+    first, total, list_bounds = 0, 0, Bounds(0, 0, 1, 1)  # the scroll position and what it moves over
+
     def build(self, screen: Bounds) -> list[ViewNode]:
         app = self.app
         assert isinstance(app, Gmail)
@@ -79,8 +81,10 @@ class InboxActivity(Activity):
                  text_view(Bounds(40, screen.top + 170, w - 40, screen.top + 230), "Primary", rid("folder_name"))]
         top, bottom = screen.top + 240, screen.bottom - 40
         mails = app.folder("inbox")
+        self.total, self.list_bounds = len(mails), Bounds(0, top, w, bottom)
+        self.first = min(self.first, max(0, len(mails) - (bottom - top) // ROW_HEIGHT))
         rows = []
-        for i, (mail_id, sender, subject, body, read) in enumerate(mails[: (bottom - top) // ROW_HEIGHT]):
+        for i, (mail_id, sender, subject, body, read) in enumerate(mails[self.first:self.first + (bottom - top) // ROW_HEIGHT]):
             y = top + i * ROW_HEIGHT
             who = text_view(Bounds(200, y + 20, w - 60, y + 90), sender, rid("senders"))
             who.selected = not read
@@ -91,13 +95,19 @@ class InboxActivity(Activity):
         list_bounds = Bounds(0, top, w, bottom)
         if rows:
             views.append(group(list_bounds, rows, rid("thread_list_view"),
-                               cls="androidx.recyclerview.widget.RecyclerView", scrollable=len(mails) > len(rows)))
+                               cls="androidx.recyclerview.widget.RecyclerView", scrollable=len(mails) > (bottom - top) // ROW_HEIGHT))
         else:
             views.append(text_view(list_bounds, "Nothing in Primary", rid("empty_text")))
         views.append(button(Bounds(w - 420, screen.bottom - 240, w - 60, screen.bottom - 80), "Compose",
                             rid("compose_button"), on_click=lambda: self.system.start_activity(
                                 Intent(ACTION_SENDTO, data="mailto:", package=PACKAGE))))
         return views
+
+
+    def on_scroll(self, dy: int) -> bool:
+        before = self.first
+        self.first = scrolled(self.first, dy, ROW_HEIGHT, self.total, self.list_bounds)
+        return before != self.first
 
 
 class MessageActivity(Activity):

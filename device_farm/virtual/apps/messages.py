@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
+from device_farm.virtual.apps.widgets import button, edit_text, group, scrolled, text_view
 from device_farm.virtual.content import ContentUri, SqliteProvider, Table
 from device_farm.virtual.intents import Intent
 from device_farm.virtual.ui import Bounds, ViewNode
@@ -89,6 +89,8 @@ class SmsProvider(SqliteProvider):
 
 
 class ConversationListActivity(Activity):
+    first, total, list_bounds = 0, 0, Bounds(0, 0, 1, 1)  # the scroll position and what it moves over
+
     def build(self, screen: Bounds) -> list[ViewNode]:
         app = self.app
         assert isinstance(app, Messages)
@@ -97,8 +99,10 @@ class ConversationListActivity(Activity):
                            rid("toolbar_title"))]
         top, bottom = screen.top + 200, screen.bottom - 40
         threads = app.threads()
+        self.total, self.list_bounds = len(threads), Bounds(0, top, w, bottom)
+        self.first = min(self.first, max(0, len(threads) - (bottom - top) // ROW_HEIGHT))
         rows = []
-        for i, (address, body, unread) in enumerate(threads[: (bottom - top) // ROW_HEIGHT]):
+        for i, (address, body, unread) in enumerate(threads[self.first:self.first + (bottom - top) // ROW_HEIGHT]):
             y = top + i * ROW_HEIGHT
             name = text_view(Bounds(200, y + 30, w - 260, y + 110), app.name_for(address),
                              rid("conversation_name"))
@@ -109,13 +113,18 @@ class ConversationListActivity(Activity):
         list_bounds = Bounds(0, top, w, bottom)
         if rows:
             views.append(group(list_bounds, rows, rid("list"), cls="androidx.recyclerview.widget.RecyclerView",
-                               scrollable=len(threads) > len(rows)))
+                               scrollable=len(threads) > (bottom - top) // ROW_HEIGHT))
         else:
             views.append(text_view(list_bounds, "Once you start a new conversation, you'll see it listed here",
                                    rid("empty_text")))
         views.append(button(Bounds(w - 420, screen.bottom - 240, w - 60, screen.bottom - 80), "Start chat",
                             rid("start_chat_fab"), on_click=lambda: app.open_conversation("")))
         return views
+
+    def on_scroll(self, dy: int) -> bool:
+        before = self.first
+        self.first = scrolled(self.first, dy, ROW_HEIGHT, self.total, self.list_bounds)
+        return before != self.first
 
 
 class ConversationActivity(Activity):

@@ -192,3 +192,28 @@ def test_schedule_lists_events_by_start_and_the_editor_checks_times(virtual_phon
     ui(text="Save").click()
     assert ui(resourceId=f"{CALENDAR}:id/error").exists  # not saved
     assert "Gym" not in d.shell(f"content query --uri {EVENTS} --projection title")
+
+
+def test_each_list_scrolls_to_its_oldest_row_and_back(virtual_phone):
+    d = virtual_phone.device
+    for i in range(15):
+        _sms(d, f"+1555040{i:02d}", f"sms {i}")
+        d.shell(f"content insert --uri {CALLS} --bind number:s:+1555050{i:02d} --bind date:l:{1700000000000 + i}")
+        d.shell(f"content insert --uri {MAIL} --bind from_address:s:n{i}@example.com --bind subject:s:'Mail {i}' "
+                f"--bind date:l:{1700000000000 + i}")
+        d.shell(f"content insert --uri {EVENTS} --bind title:s:'Event {i}' --bind dtstart:l:{DEC_1_14H + i * 3600000}")
+    ui = u2.connect(d)
+    for package, rid, first, last in ((MESSAGES, "conversation_name", "+155504014", "+155504000"),
+                                      (DIALER, "primary_text", "+155505014", "+155505000"),
+                                      (GMAIL, "senders", "n14@example.com", "n0@example.com"),
+                                      (CALENDAR, "title", "Event 0", "Event 14")):
+        d.shell(f"monkey -p {package} -c android.intent.category.LAUNCHER 1")
+        rows = ui(resourceId=f"{package}:id/{rid}")
+        assert rows[0].get_text() == first and not ui(text=last).exists
+        for _ in range(3):
+            ui.swipe(540, 1900, 540, 500, 0.2)
+        assert ui(text=last).exists and not ui(text=first).exists, package
+        ui.swipe(540, 500, 540, 2000, 0.2)
+        ui.swipe(540, 500, 540, 2000, 0.2)
+        assert ui(resourceId=f"{package}:id/{rid}")[0].get_text() == first, package
+        ui.press("home")
