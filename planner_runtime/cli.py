@@ -317,6 +317,7 @@ def collect(
     resume: Optional[str] = typer.Option(None, "--resume", help="A collection id to continue (finished items are skipped)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy for the episodes (allow: [purchase, pay, ...]); deny by default."),
 ) -> None:
     """Run a suite's tasks K times each over N devices in parallel; infra failures retried elsewhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -324,6 +325,7 @@ def collect(
     from planner_runtime.collect import collect as run_collection
     from planner_runtime.collect import shared
     from planner_runtime.devices_view import pool_from_options
+    from planner_runtime.harness.safety import Policy
     from planner_runtime.planners.scripted import ScriptedPlanner
     from planner_runtime.tasks.spec import builtin_suite, load_suite
     from planner_runtime.trajectories import TrajectoryStore
@@ -354,7 +356,8 @@ def collect(
                            description=f"[green]{p.success} ok[/green] [red]{p.failed} failed[/red] [yellow]{p.infra} infra[/yellow]")
 
             coll, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=devices,
-                                          repeat=repeat, collection=resume, on_change=show)
+                                          repeat=repeat, collection=resume, on_change=show,
+                                          policy=Policy.load(policy) if policy else None)
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
     console.print(

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from device_farm.errors import DeviceError
 from device_farm.pool import DevicePool
 from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
+from planner_runtime.harness.safety import Policy, SafetyGate
 from planner_runtime.planners import Planner
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.spec import TaskSpec
@@ -80,8 +81,12 @@ def collect(
     max_attempts: int = 3,
     lease_timeout: float = 120.0,
     on_change: Callable[[Progress], None] | None = None,
+    policy: Policy | None = None,
 ) -> tuple[str, Progress]:
-    """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts)."""
+    """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts).
+
+    Nobody is at a terminal in a collection: sensitive actions run only where ``policy`` allows
+    them (deny by default)."""
     collection = collection or new_id("coll_")
     done = completed_items(store, collection)
     items = [Item(t, r) for r in range(repeat) for t in tasks]
@@ -124,7 +129,7 @@ def collect(
                     source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
                     traj = run_goal(item.task.rendered_goal(), device=device, device_ref=ref, source=source,
                                     planner=planner_for(item.task), store=store, task=item.task,
-                                    collection=collection, item=item.key)
+                                    collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()))
                     if _is_infra(traj):  # the episode kept its trajectory; the device takes the fault
                         lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))
                 settle(item, attempt, _is_infra(traj), bool(traj.verdict and traj.verdict.success))

@@ -79,3 +79,23 @@ def test_an_infra_failure_is_kept_and_the_item_retried_on_another_device(pool, s
     assert kept[0].verdict.failure_kind == "infra"
     retried = next(t for t in trajs if t.item == kept[0].item and t.status is TrajectoryStatus.finished)
     assert retried.device.serial != kept[0].device.serial
+
+
+def test_sensitive_actions_in_a_collection_follow_its_policy(pool, store, tmp_path):
+    from planner_runtime.harness.safety import Policy, Sensitivity
+    from planner_runtime.tasks.spec import load_suite
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "tasks:\n  - id: contacts.delete_ada\n    goal: Delete Ada Lovelace from my contacts\n    domain: contacts\n"
+        "    setup:\n      - content_delete: {uri: 'content://com.android.contacts/raw_contacts'}\n"
+        "      - content_insert: {uri: 'content://com.android.contacts/raw_contacts', values: {display_name: Ada Lovelace}}\n"
+        "    checks:\n      - content: {uri: 'content://com.android.contacts/contacts', max: 0}\n"
+    )
+    tasks = list(load_suite(suite).tasks)
+    script = lambda task: ScriptedPlanner([{"name": "delete_contact", "arguments": {"name": "Ada Lovelace"}},  # noqa: E731
+                                           {"name": "finish", "arguments": {"answer": "deleted"}}])
+    _, denied = collect(tasks, pool=pool, store=store, planner_for=script, workers=1)
+    assert (denied.success, denied.failed) == (0, 1)
+    _, allowed = collect(tasks, pool=pool, store=store, planner_for=script, workers=1, policy=Policy(allow={Sensitivity.delete}))
+    assert (allowed.success, allowed.failed) == (1, 0)
