@@ -42,6 +42,13 @@ class ContentCheck(ContentRows):
     min: int = Field(default=1, ge=0)
     max: int | None = Field(default=None, ge=0)
 
+    @model_validator(mode="after")
+    def _range(self) -> ContentCheck:
+        if self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}{', the default' if self.min == 1 else ''}) is greater than max ({self.max}); "
+                             "for 'no such rows' write min: 0, max: 0")
+        return self
+
 
 class ContentInsert(SpecModel):
     uri: str = Field(pattern=r"^content://")

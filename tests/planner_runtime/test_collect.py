@@ -90,7 +90,7 @@ def test_sensitive_actions_in_a_collection_follow_its_policy(pool, store, tmp_pa
         "tasks:\n  - id: contacts.delete_ada\n    goal: Delete Ada Lovelace from my contacts\n    domain: contacts\n"
         "    setup:\n      - content_delete: {uri: 'content://com.android.contacts/raw_contacts'}\n"
         "      - content_insert: {uri: 'content://com.android.contacts/raw_contacts', values: {display_name: Ada Lovelace}}\n"
-        "    checks:\n      - content: {uri: 'content://com.android.contacts/contacts', max: 0}\n"
+        "    checks:\n      - content: {uri: 'content://com.android.contacts/contacts', min: 0, max: 0}\n"
     )
     tasks = list(load_suite(suite).tasks)
     script = lambda task: ScriptedPlanner([{"name": "delete_contact", "arguments": {"name": "Ada Lovelace"}},  # noqa: E731

@@ -89,3 +89,11 @@ def test_memory_setup_loads_and_an_intent_without_trigger_names_its_line(tmp_pat
     with pytest.raises(TaskSpecError) as info:
         load_suite(_write(tmp_path, bad))
     assert info.value.line == 7 and "trigger" in info.value.message
+
+
+def test_an_impossible_row_count_is_rejected(tmp_path):
+    path = _write(tmp_path, GOOD.replace('content: {uri: "content://com.android.deskclock/alarms"}',
+                                         'content: {uri: "content://com.android.deskclock/alarms", max: 0}'))
+    with pytest.raises(TaskSpecError) as info:
+        load_suite(path)
+    assert "min: 0, max: 0" in info.value.message and info.value.line == 7
