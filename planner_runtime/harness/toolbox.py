@@ -19,7 +19,7 @@ from planner_runtime.harness.tools.files import DeleteFile, ListFiles, ReadTextF
 from planner_runtime.harness.tools.maps import NavigateTo, SavedPlaces, SavePlace, SearchPlace
 from planner_runtime.harness.tools.music import NowPlaying, PauseMusic, PlayMusic
 from planner_runtime.harness.tools.notes import CreateNote, DeleteNote, SearchNotes
-from planner_runtime.harness.tools.settings import SetAppPermission, SetBrightness, SetLocation, ToggleSetting
+from planner_runtime.harness.tools.settings import SetAppPermission, SetBrightness, SetLocation, SetScreenLock, ToggleSetting
 from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
 from planner_runtime.harness.tools.shopping import BuyProduct, SearchProducts
 from planner_runtime.harness.tools.food import FindRestaurants, OrderFood
@@ -28,7 +28,7 @@ from planner_runtime.harness.tools.payments import PaymentActivity, SendMoney
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), ListFiles(), ReadTextFile(), DeleteFile(), SearchPlace(), NavigateTo(), SavePlace(), SavedPlaces(), PlayMusic(), PauseMusic(), NowPlaying(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), PaymentActivity(), SendMoney(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetScreenLock(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), ListFiles(), ReadTextFile(), DeleteFile(), SearchPlace(), NavigateTo(), SavePlace(), SavedPlaces(), PlayMusic(), PauseMusic(), NowPlaying(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), PaymentActivity(), SendMoney(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
 
 
 def episode_tool_names() -> set[str]:

@@ -33,6 +33,8 @@ SOLUTIONS: dict[str, list[dict]] = {
     "settings.bluetooth_on_gui": [call("toggle_setting", setting="bluetooth", on=True), done()],
     "settings.location_off_confirmed": [call("ask_user", question="Turn location off?"),
                                         call("set_location", on=False), done()],
+    "settings.screen_lock_off_asks": [call("ask_user", question="Remove the screen lock PIN?"),
+                                      call("set_screen_lock", on=False), done()],
     "memory.settings_usual_brightness": [call("set_brightness", percent=30), done()],
     "keep.create_list": [call("create_note", title="Groceries", text="milk\neggs\nbread"), done()],
     "keep.find_wifi_password": [call("search_notes", query="guest"), done("The guest password is tulip-4271")],
@@ -59,6 +61,7 @@ SOLUTIONS: dict[str, list[dict]] = {
 LEARNED = {"keep.append_item_gui", "music.playlist_count"}
 
 WRONG: dict[str, list[dict]] = {
+    "settings.screen_lock_off_asks": [call("set_screen_lock", on=False), done()],  # never asked the user
     "settings.wifi_off": [call("toggle_setting", setting="airplane_mode", on=True), done()],
     "keep.create_list": [call("create_note", title="Groceries", text="milk, eggs"), done()],
     "maps.walk_to_coffee": [call("navigate_to", destination="Blue Bottle Coffee"), done()],

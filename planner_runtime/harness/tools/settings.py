@@ -3,8 +3,8 @@ its public `android.settings.*` intent, the switch on the labelled row tapped â€
 read back from Android's `settings` tables, so they work on a real phone and the virtual one.
 
 Brightness is written to `settings system screen_brightness` (0â€“255) directly, as the
-brightness slider does. Location and app permissions are privacy settings: those tools go
-through the safety gate (``Sensitivity.security``).
+brightness slider does. Location, the screen lock and app permissions are security and privacy
+settings: those tools go through the safety gate (``Sensitivity.security``).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ SWITCHES: dict[str, Switchable] = {
     "do_not_disturb": Switchable("android.settings.ZEN_MODE_SETTINGS", ("Do Not Disturb",), "global", "zen_mode", "1", "0"),
     "dark_theme": Switchable("android.settings.DISPLAY_SETTINGS", ("Dark theme",), "secure", "ui_night_mode", "2", "1"),
     "location": Switchable("android.settings.LOCATION_SOURCE_SETTINGS", ("Use location",), "secure", "location_mode", "3", "3"),
+    "screen_lock": Switchable("android.settings.SECURITY_SETTINGS", ("Screen lock",), "secure", "lockscreen.disabled", "0", "0"),
 }
 
 
@@ -103,6 +104,20 @@ class SetLocation(Tool):
 
     def run(self, ctx: ToolContext, args: SetLocationArgs) -> ToolResult:
         return flip_switch(ctx, "location", args.on)
+
+
+class SetScreenLockArgs(ToolArgs):
+    on: bool = Field(description="true to keep the phone locked behind its PIN, false to remove the screen lock")
+
+
+class SetScreenLock(Tool):
+    name = "set_screen_lock"
+    description = "Turn the screen lock (PIN) on or off (a security setting: asks the user first)."
+    Args = SetScreenLockArgs
+    sensitive = Sensitivity.security
+
+    def run(self, ctx: ToolContext, args: SetScreenLockArgs) -> ToolResult:
+        return flip_switch(ctx, "screen_lock", args.on)
 
 
 class SetBrightnessArgs(ToolArgs):

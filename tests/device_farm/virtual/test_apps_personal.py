@@ -33,6 +33,9 @@ def test_settings_switch_and_settings_get_agree(virtual_phone):
     d(text="Do Not Disturb", resourceId="android:id/title").click()
     assert adb.shell("settings get global zen_mode") == "1"
     assert d(text="On / Until you turn off").exists
+    adb.shell("am start -a android.settings.SECURITY_SETTINGS")
+    d(text="Screen lock").right(className="android.widget.Switch").click()
+    assert adb.shell("settings get secure lockscreen.disabled") == "1" and d(text="None").exists
 
 
 def test_settings_homepage_scrolls_and_opens_pages(virtual_phone):
