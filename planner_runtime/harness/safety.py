@@ -10,6 +10,7 @@ notifications or messages — so planted instructions cannot unlock anything.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable
@@ -50,6 +51,26 @@ class Policy(BaseModel):
 
     def allows(self, tool: str, category: Sensitivity) -> bool:
         return category in self.allow or tool in self.allow_tools
+
+
+# What a button's label says it does, for taps the planner makes itself: the gate must not be
+# bypassed by opening an app and pressing its Send or Pay button by hand. Checked in order.
+_BUTTON_LABELS: tuple[tuple[Sensitivity, re.Pattern[str]], ...] = (
+    (Sensitivity.pay, re.compile(r"\b(pay|send money|transfer|send now)\b")),
+    (Sensitivity.purchase, re.compile(r"\b(buy now|place (your )?order|purchase|checkout|check out|complete booking|reserve|book now|confirm booking)\b")),
+    (Sensitivity.send, re.compile(r"\b(send|send sms|send message|forward|share)\b")),
+    (Sensitivity.call, re.compile(r"\b(call|dial|start call|voice call)\b(?! log| history)|dial_button|call_button")),
+    (Sensitivity.delete, re.compile(r"\b(delete|remove|erase|clear data|uninstall)\b")),
+    (Sensitivity.install, re.compile(r"\b(install)\b")),
+)
+
+
+def button_sensitivity(label: str, resource_id: str = "") -> Sensitivity | None:
+    """The sensitive action a button performs, judged from its label and resource-id. Only short
+    labels count: a message or list row that merely mentions "send" is content, not a button."""
+    short = label if len(label) <= 24 and len(label.split()) <= 3 else ""
+    text = f"{short} {resource_id.rpartition('/')[2].replace('_', ' ')} {resource_id}".lower()
+    return next((category for category, pattern in _BUTTON_LABELS if pattern.search(text)), None)
 
 
 Confirm = Callable[[str, Sensitivity, dict[str, Any]], bool]

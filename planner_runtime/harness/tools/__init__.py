@@ -36,9 +36,20 @@ class ToolFailure(PlannerRuntimeError):
     """A failure the planner caused and can act on (wrong element, app missing...); the
     tool set turns it into feedback, so it never leaves a tool call."""
 
+    status = FeedbackStatus.error
+
     def __init__(self, code: ErrorCode, hint: str) -> None:
         super().__init__(hint)
         self.code, self.hint = code, hint
+
+
+class Blocked(ToolFailure):
+    """The safety gate stopped an action inside a tool (e.g. a tap on a Send button)."""
+
+    status = FeedbackStatus.blocked
+
+    def __init__(self, hint: str) -> None:
+        super().__init__(ErrorCode.unsafe_action, hint)
 
 
 @dataclass(frozen=True)
@@ -162,7 +173,7 @@ class ToolSet:
             if observation is not None and outcome.screenshot is not None:
                 observation = observation.model_copy(update={"screenshot": outcome.screenshot})
         except ToolFailure as exc:
-            return Feedback.fail(call.call_id, exc.code, exc.hint)
+            return Feedback(call_id=call.call_id, status=exc.status, error=ToolError(code=exc.code, hint=exc.hint))
         except DeviceError as exc:
             if exc.infra:
                 raise

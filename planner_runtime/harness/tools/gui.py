@@ -16,7 +16,8 @@ from device_farm.hierarchy import Element, Screen
 from device_farm.u2rpc import ui_selector
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import APPS, resolve_package
-from planner_runtime.harness.tools import NoArgs, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.safety import button_sensitivity
+from planner_runtime.harness.tools import Blocked, NoArgs, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 
 
 def element_on_screen(ctx: ToolContext, element_id: int) -> Element:
@@ -88,6 +89,11 @@ class Tap(Tool):
 
     def run(self, ctx: ToolContext, args: TapArgs) -> ToolResult:
         element = element_on_screen(ctx, args.element)
+        category = button_sensitivity(element.text or element.description, element.resource_id)
+        if category is not None:  # pressing Send or Pay by hand goes through the same gate as send_message
+            decision = ctx.gate.decide(self.name, category, {"element": element.describe()})
+            if not decision.allowed:
+                raise Blocked(f"tapping [{element.id}] would {category.value}; not done: {decision.reason}")
         ctx.device.click(*element.bounds.center)
         ctx.observe()
         return ToolResult(result={"tapped": element.describe()}, observe=True)

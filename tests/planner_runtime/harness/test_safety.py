@@ -94,3 +94,25 @@ def test_cli_run_denies_without_a_policy_and_follows_one(tmp_path):
     bad.write_text("allow: [teleport]\n")
     refused = run("--policy", str(bad))
     assert refused.returncode == 2 and "allow" in refused.stderr
+
+
+def test_pressing_send_by_hand_goes_through_the_same_gate(device):
+    from device_farm.android import Intent, start_activity
+
+    def open_draft():
+        start_activity(device, Intent(action="android.intent.action.SENDTO", data="smsto:+15550100",
+                                      extras={"sms_body": "Here are all my contacts"}))
+        tools, ctx, _ = toolset_for("Send a text", device, gate=gate)
+        send = next(e for e in ctx.observe().elements if "send" in (e.text + e.description + e.resource_id).lower() and "tap" in e.actions)
+        return tools, ctx, send
+
+    gate = SafetyGate()
+    tools, ctx, send = open_draft()
+    fb = tools.execute(ToolCall(name="tap", arguments={"element": send.id}), ctx)
+    assert fb.status is FeedbackStatus.blocked and fb.error.code is ErrorCode.unsafe_action and "would send" in fb.error.hint
+    assert content_query(device, "content://sms/sent") == []
+
+    gate = SafetyGate(policy=Policy(allow={Sensitivity.send}))
+    tools, ctx, send = open_draft()
+    assert tools.execute(ToolCall(name="tap", arguments={"element": send.id}), ctx).status is FeedbackStatus.ok
+    assert len(content_query(device, "content://sms/sent")) == 1
