@@ -192,6 +192,14 @@ class AdbDevice:
     def click(self, x: int, y: int) -> None:
         self.ui_call("click", int(x), int(y))
 
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, seconds: float = 0.3) -> None:
+        # uiautomator moves in steps of about 5 ms each
+        self.ui_call("swipe", int(x1), int(y1), int(x2), int(y2), max(2, int(seconds * 200)))
+
+    def long_press(self, x: int, y: int, seconds: float = 0.8) -> None:
+        """A press held in place: a swipe that does not move (as UiDevice does it)."""
+        self.swipe(x, y, x, y, seconds)
+
     def set_text(self, selector: dict, text: str) -> None:
         """Replace the text of the element matching ``selector`` (a uiautomator selector dict).
 

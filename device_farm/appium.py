@@ -205,16 +205,29 @@ class AppiumDevice:
 
     def click(self, x: int, y: int) -> None:
         """A tap at (x, y) as one W3C touch-pointer action (move, down, up)."""
+        self.swipe(x, y, x, y, 0.05)
+
+    def long_press(self, x: int, y: int, seconds: float = 0.8) -> None:
+        self.swipe(x, y, x, y, seconds)
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, seconds: float = 0.3) -> None:
+        """Touch down at (x1, y1), move to (x2, y2) over ``seconds``, lift: a W3C touch action."""
         from selenium.webdriver.common.actions import interaction
         from selenium.webdriver.common.actions.action_builder import ActionBuilder
         from selenium.webdriver.common.actions.pointer_input import PointerInput
 
-        def tap() -> None:
-            builder = ActionBuilder(self.driver, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"), duration=0)
-            builder.pointer_action.move_to_location(int(x), int(y)).pointer_down().pause(0.05).release()
+        def gesture() -> None:
+            finger = PointerInput(interaction.POINTER_TOUCH, "finger")
+            builder = ActionBuilder(self.driver, mouse=finger, duration=0)
+            builder.pointer_action.move_to_location(int(x1), int(y1)).pointer_down()
+            if (x1, y1) == (x2, y2):
+                builder.pointer_action.pause(seconds)
+            else:
+                finger.create_pointer_move(duration=int(seconds * 1000), x=int(x2), y=int(y2), origin="viewport")
+            builder.pointer_action.release()
             builder.perform()
 
-        self._call(f"tap at ({x}, {y})", tap)
+        self._call(f"gesture ({x1}, {y1}) → ({x2}, {y2})", gesture)
 
     def find(self, selector: dict) -> Any:
         """The WebElement matching a uiautomator selector dict (see :func:`locator_for`)."""

@@ -114,6 +114,30 @@ def _flag(node: ET.Element, name: str) -> bool:
     return node.get(name) == "true"
 
 
+def _area(node: ET.Element) -> int:
+    m = _BOUNDS.match(node.get("bounds", ""))
+    if not m:
+        return 0
+    left, top, right, bottom = map(int, m.groups())
+    return max(0, right - left) * max(0, bottom - top)
+
+
+def _top_window_package(root: ET.Element) -> str:
+    """The package of the topmost window that covers at least half the screen: windows (a
+    node whose package differs from its parent's) come in z-order, so a dialog or the
+    notification shade over an app wins, while a status bar or a keyboard does not."""
+    full = max((_area(n) for n in root.iter("node")), default=0)
+    top = ""
+    stack: list[tuple[ET.Element, str]] = [(child, "") for child in reversed(list(root))]
+    while stack:
+        node, parent_pkg = stack.pop()
+        pkg = node.get("package", "")
+        if pkg and pkg != parent_pkg and full and _area(node) * 2 >= full:
+            top = pkg
+        stack.extend((child, pkg or parent_pkg) for child in reversed(list(node)))
+    return top
+
+
 def parse_hierarchy(xml: str) -> Screen:
     """Parse a uiautomator hierarchy dump into a :class:`Screen`."""
     if isinstance(xml, bytes):
@@ -154,7 +178,7 @@ def parse_hierarchy(xml: str) -> Screen:
                 package=node.get("package", ""),
             )
         )
-    package = max(set(packages), key=packages.count) if packages else ""
+    package = _top_window_package(root) or (max(set(packages), key=packages.count) if packages else "")
     digest_src = "\n".join([package] + [e.describe() + str(e.bounds) for e in elements])
     digest = hashlib.sha1(digest_src.encode("utf-8")).hexdigest()[:16]
     return Screen(package=package, elements=tuple(elements), digest=digest)

@@ -11,7 +11,7 @@ from planner_runtime.harness.skills import Skill, load_skills, select, skills_pr
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
-from planner_runtime.harness.tools.gui import Back, Home, OpenApp, ReadScreen, Tap, TypeText
+from planner_runtime.harness.tools.gui import Back, Home, LongPress, OpenApp, ReadScreen, Scroll, Swipe, Tap, TypeText, Wait
 from planner_runtime.harness.tools.calendar import CreateEvent, ListEvents
 from planner_runtime.harness.tools.email import SendEmail
 from planner_runtime.harness.tools.phone import Call, RecentCalls
@@ -28,7 +28,7 @@ from planner_runtime.harness.tools.payments import PaymentActivity, SendMoney
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), TypeText(), Back(), Home(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetScreenLock(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), ListFiles(), ReadTextFile(), DeleteFile(), SearchPlace(), NavigateTo(), SavePlace(), SavedPlaces(), PlayMusic(), PauseMusic(), NowPlaying(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), PaymentActivity(), SendMoney(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
+    return ToolSet([OpenApp(), ReadScreen(), Tap(), LongPress(), TypeText(), Scroll(), Swipe(), Back(), Home(), Wait(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetScreenLock(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), ListFiles(), ReadTextFile(), DeleteFile(), SearchPlace(), NavigateTo(), SavePlace(), SavedPlaces(), PlayMusic(), PauseMusic(), NowPlaying(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), PaymentActivity(), SendMoney(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
 
 
 def episode_tool_names() -> set[str]:

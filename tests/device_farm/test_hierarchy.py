@@ -55,3 +55,15 @@ def test_diff_names_what_appeared_went_and_changed():
     assert diff_screens(before, gone)[-1].startswith('- [0] TextView "7:30 AM"')
     other = parse_hierarchy(XML.replace("com.google.android.deskclock", "com.other"))
     assert diff_screens(before, other) == ["app changed: com.google.android.deskclock → com.other"]
+
+
+def test_the_topmost_large_window_names_the_package():
+    def node(pkg, bounds, children=""):
+        return f'<node text="x" class="android.widget.FrameLayout" package="{pkg}" bounds="{bounds}">{children}</node>'
+
+    app = node("com.app", "[0,0][1080,2400]", node("com.app", "[0,0][1080,1200]") * 3)
+    status_bar = node("com.android.systemui", "[0,0][1080,132]")
+    keyboard = node("com.google.android.inputmethod.latin", "[0,1500][1080,2400]")
+    shade = node("com.android.systemui", "[0,0][1080,2337]")
+    assert parse_hierarchy(f"<hierarchy>{app}{status_bar}{keyboard}</hierarchy>").package == "com.app"
+    assert parse_hierarchy(f"<hierarchy>{app}{shade}</hierarchy>").package == "com.android.systemui"

@@ -7,7 +7,7 @@ acting on an id that is not on that screen is a planner mistake answered with fe
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Literal
 
 from pydantic import Field
 
@@ -140,3 +140,83 @@ class Home(_KeyTool):
     name = "home"
     description = "Press the Home button."
     key = "home"
+
+
+class LongPressArgs(ToolArgs):
+    element: int = Field(ge=0, description="Element id from the current screen")
+
+
+class LongPress(Tool):
+    name = "long_press"
+    description = "Touch and hold an element of the current screen (opens context menus, starts selection)."
+    Args = LongPressArgs
+
+    def run(self, ctx: ToolContext, args: LongPressArgs) -> ToolResult:
+        element = element_on_screen(ctx, args.element)
+        ctx.device.long_press(*element.bounds.center)
+        ctx.observe()
+        return ToolResult(result={"long_pressed": element.describe()}, observe=True)
+
+
+class ScrollArgs(ToolArgs):
+    direction: Literal["down", "up"] = Field(description="down shows what is further down the list; up goes back")
+    element: int | None = Field(default=None, ge=0, description="A scrollable element to scroll (default: the first one)")
+
+
+class Scroll(Tool):
+    name = "scroll"
+    description = "Scroll a list to see more of it."
+    Args = ScrollArgs
+
+    def run(self, ctx: ToolContext, args: ScrollArgs) -> ToolResult:
+        screen = ctx.screen or ctx.observe()
+        if args.element is not None:
+            target = element_on_screen(ctx, args.element)
+        else:
+            target = next((e for e in screen.elements if e.scrollable), None)
+            if target is None:
+                raise ToolFailure(ErrorCode.element_not_found, "nothing on this screen scrolls")
+        b = target.bounds
+        x, top, bottom = b.center[0], b.top + (b.bottom - b.top) // 4, b.bottom - (b.bottom - b.top) // 4
+        start, end = (bottom, top) if args.direction == "down" else (top, bottom)  # the finger moves against the content
+        ctx.device.swipe(x, start, x, end, 0.3)
+        ctx.observe()
+        return ToolResult(result={"scrolled": args.direction}, observe=True)
+
+
+class SwipeArgs(ToolArgs):
+    direction: Literal["left", "right", "up", "down"] = Field(description="Which way the finger moves")
+
+
+class Swipe(Tool):
+    name = "swipe"
+    description = "Swipe across the whole screen: left/right turns pages, down from the top opens the notifications, up goes back."
+    Args = SwipeArgs
+
+    def run(self, ctx: ToolContext, args: SwipeArgs) -> ToolResult:
+        info = ctx.device.info()
+        w, h = info.width, info.height
+        moves = {
+            "left": (w * 4 // 5, h // 2, w // 5, h // 2),
+            "right": (w // 5, h // 2, w * 4 // 5, h // 2),
+            "up": (w // 2, h * 2 // 3, w // 2, 10),
+            "down": (w // 2, 10, w // 2, h * 2 // 3),  # from the top edge, as a person pulls down the shade
+        }
+        ctx.device.swipe(*moves[args.direction], 0.25)
+        ctx.observe()
+        return ToolResult(result={"swiped": args.direction}, observe=True)
+
+
+class WaitArgs(ToolArgs):
+    seconds: float = Field(ge=0.1, le=10, description="How long to wait for the screen to settle, in seconds")
+
+
+class Wait(Tool):
+    name = "wait"
+    description = "Wait for something to load, then look at the screen again."
+    Args = WaitArgs
+
+    def run(self, ctx: ToolContext, args: WaitArgs) -> ToolResult:
+        time.sleep(args.seconds)
+        ctx.observe()
+        return ToolResult(result={"waited_s": args.seconds}, observe=True)
