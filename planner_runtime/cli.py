@@ -308,6 +308,7 @@ def serve(
 def collect(
     suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
     task: Optional[list[str]] = typer.Option(None, "--task", help="Only these task ids (repeat the option)."),
+    split: Optional[str] = typer.Option(None, "--split", help="Only the train or the test split."),
     devices: int = typer.Option(4, "--devices", "-n", help="Episodes in parallel (and virtual phones, without --adb/--appium)."),
     adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several)."),
     planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model."),
@@ -338,6 +339,8 @@ def collect(
             if unknown:
                 raise _fail(f"no task {sorted(unknown)[0]!r}; see `planner-agent tasks list`")
             tasks = [t for t in tasks if t.id in task]
+        if split:
+            tasks = [t for t in tasks if t.split_name == split]
         backend = planner or settings.planner
         if backend == "scripted":
             scripts = json.loads(script.read_text()) if script else {}
@@ -451,6 +454,7 @@ def phone_serve(
 def tasks_list(
     suite: Optional[Path] = typer.Option(None, "--suite", help="A suite YAML file (default: built-in)."),
     as_json: bool = typer.Option(False, "--json"),
+    split: Optional[str] = typer.Option(None, "--split", help="Only the train or the test split (split by template)."),
 ) -> None:
     """List the tasks of a suite."""
     from planner_runtime.tasks.spec import builtin_suite, load_suite
@@ -460,10 +464,12 @@ def tasks_list(
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
-        print(json.dumps([t.model_dump(mode="json") for t in tasks.tasks], indent=2))
+        print(json.dumps([t.model_dump(mode="json") | {"split": t.split_name, "template": t.template}
+                          for t in tasks.tasks if split is None or t.split_name == split], indent=2))
         return
     for t in tasks.tasks:
-        console.print(f"[bold]{t.id}[/bold]  [dim]{t.category.value}/{t.domain}/{t.difficulty}[/dim]  {t.rendered_goal()}")
+        if split is None or t.split_name == split:
+            console.print(f"[bold]{t.id}[/bold]  [dim]{t.category.value}/{t.domain}/{t.difficulty}/{t.split_name}[/dim]  {t.rendered_goal()}")
 
 
 @tasks_app.command("audit")

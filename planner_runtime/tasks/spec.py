@@ -8,9 +8,10 @@ first problem.
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -189,14 +190,40 @@ class TaskSpec(SpecModel):
     # The user's replies to ask_user: question pattern (a case-insensitive regular expression
     # searched in the question) → answer (a template). Unmatched questions get no answer.
     user_answers: dict[str, str] = Field(default_factory=dict)
+    # More parameter sets for the same template: each becomes its own task "<id>@<n>" (n from 1).
+    variants: tuple[dict[str, Any], ...] = ()
+    # Train or test; by default drawn from the template id, so all variants of a template share it.
+    split: Literal["train", "test"] | None = None
 
     @model_validator(mode="after")
     def _goal_renders(self) -> TaskSpec:
-        try:
-            self.goal.format(**self.params)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(f"goal template does not render with params: {exc}") from None
+        for n, extra in enumerate(({},) + self.variants):
+            try:
+                self.goal.format(**{**self.params, **extra})
+            except (KeyError, IndexError, ValueError) as exc:
+                where = f"variant {n}" if n else "params"
+                raise ValueError(f"goal template does not render with {where}: {exc}") from None
         return self
+
+    @property
+    def template(self) -> str:
+        """The id shared by a task and its variants."""
+        return self.id.split("@", 1)[0]
+
+    @property
+    def split_name(self) -> str:
+        """``split`` if set, else one fifth of templates (by a stable hash of the id) are test."""
+        if self.split is not None:
+            return self.split
+        return "test" if int(hashlib.sha1(self.template.encode()).hexdigest()[:8], 16) % 5 == 0 else "train"
+
+    def expanded(self) -> list[TaskSpec]:
+        """This task and one task per variant, each with its own parameters."""
+        base = self.model_copy(update={"variants": ()})
+        return [base] + [
+            self.model_copy(update={"id": f"{self.id}@{n}", "params": {**self.params, **extra}, "variants": ()})
+            for n, extra in enumerate(self.variants, start=1)
+        ]
 
     def rendered_goal(self) -> str:
         return self.goal.format(**self.params)
@@ -253,7 +280,7 @@ def load_suite(path: Path | str) -> Suite:
         if task.id in seen:
             raise TaskSpecError(str(path), _line_of(node, ["tasks", i, "id"]), f"tasks.{i}.id", f"duplicate task id {task.id!r}")
         seen.add(task.id)
-    return suite
+    return Suite(tasks=tuple(t for task in suite.tasks for t in task.expanded()))
 
 
 def builtin_suite(name: str | None = None) -> Suite:

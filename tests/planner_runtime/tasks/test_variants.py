@@ -1,0 +1,54 @@
+"""Task templates with variants: each parameter set is its own task, verified on the virtual
+phone by a planner that does the right thing for those parameters; splits follow templates."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_runtime.contract import Source
+from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
+from planner_runtime.planners.scripted import ScriptedPlanner
+from planner_runtime.runner import run_goal
+from planner_runtime.tasks.spec import builtin_suite, load_suite
+
+SUITE = builtin_suite()
+SOLVERS = {
+    "clock.set_alarm": lambda p: [{"name": "set_alarm", "arguments": {"hour": p["hour"], "minutes": p["minute"]}}],
+    "contacts.add_contact": lambda p: [{"name": "add_contact", "arguments": {"name": p["name"], "phone": p["phone"]}}],
+    "contacts.lookup_number": lambda p: [{"name": "skill_contacts_lookup", "arguments": {"name": p["name"]}}],
+    "messages.send_text": lambda p: [{"name": "send_message", "arguments": {"to": p["number"], "text": p["text"]}}],
+    "phone.call_number": lambda p: [{"name": "call", "arguments": {"to": p["number"]}}],
+}
+VARIANTS = [t for t in SUITE.tasks if t.template in SOLVERS]
+
+
+def test_the_builtin_suites_hold_at_least_100_tasks_split_by_template():
+    assert len(SUITE.tasks) >= 100
+    by_template: dict[str, set[str]] = {}
+    for task in SUITE.tasks:
+        by_template.setdefault(task.template, set()).add(task.split_name)
+    assert all(len(splits) == 1 for splits in by_template.values())  # a template never straddles splits
+    assert {"train", "test"} <= {t.split_name for t in SUITE.tasks}
+    assert {t.category.value for t in SUITE.tasks} == {"tool", "memory", "skills", "subagent"}
+
+
+def test_variants_expand_with_their_own_parameters(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("tasks:\n  - id: a.alarm\n    goal: 'Alarm at {h}'\n    params: {h: 7}\n    variants: [{h: 8}, {h: 9}]\n"
+                    "    split: test\n    domain: clock\n    checks:\n      - answer_contains: '{h}'\n")
+    tasks = load_suite(path).tasks
+    assert [(t.id, t.rendered_goal(), t.split_name) for t in tasks] == [
+        ("a.alarm", "Alarm at 7", "test"), ("a.alarm@1", "Alarm at 8", "test"), ("a.alarm@2", "Alarm at 9", "test")]
+    path.write_text(path.read_text().replace("{h: 9}", "{x: 9}").replace("'Alarm at {h}'", "'Alarm at {h} {x}'"))
+    with pytest.raises(Exception, match="variant|params"):
+        load_suite(path)
+
+
+@pytest.mark.parametrize("task", VARIANTS, ids=[t.id for t in VARIANTS])
+def test_every_variant_is_solvable(task, device, device_ref, store):
+    answer = task.params.get("phone", "done")
+    script = SOLVERS[task.template](task.params) + [{"name": "finish", "arguments": {"answer": str(answer)}}]
+    gate = SafetyGate(policy=Policy(allow={Sensitivity.send, Sensitivity.call}))
+    traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+                    planner=ScriptedPlanner(script), store=store, task=task, gate=gate)
+    assert traj.verdict.success, (traj.steps[0].feedback, traj.verdict)
