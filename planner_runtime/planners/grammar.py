@@ -28,15 +28,29 @@ class GrammarError(PlannerError):
     """No grammar could be built for a tool list (a schema the JSON compiler does not support)."""
 
 
-def tool_call_grammar(tools: Sequence[ToolSpec]) -> str:
-    """The Lark grammar of one tool-call block for ``tools``."""
+def cap_strings(schema: Any, max_chars: int) -> Any:
+    """``schema`` with a ``maxLength`` on every string that has none: a small model that keeps
+    writing inside a string would otherwise run out of tokens before the call closes."""
+    if isinstance(schema, dict):
+        capped = {k: cap_strings(v, max_chars) for k, v in schema.items()}
+        if capped.get("type") == "string" and "maxLength" not in capped and "enum" not in capped and "const" not in capped:
+            capped["maxLength"] = max_chars
+        return capped
+    if isinstance(schema, list):
+        return [cap_strings(v, max_chars) for v in schema]
+    return schema
+
+
+def tool_call_grammar(tools: Sequence[ToolSpec], max_string_chars: int | None = None) -> str:
+    """The Lark grammar of one tool-call block for ``tools`` (strings capped if asked)."""
     if not tools:
         raise GrammarError("a tool-call grammar needs at least one tool")
     head = json.dumps(f'{OPEN}\n{{"name": "')
     tail = json.dumps(f"}}\n{CLOSE}")
     rules = [f"start: {head} call {tail}", "call: " + " | ".join(f"call_{i}" for i in range(len(tools)))]
     for i, tool in enumerate(tools):
-        schema = {**tool.parameters, "x-guidance": JSON_LAYOUT}
+        params = cap_strings(tool.parameters, max_string_chars) if max_string_chars else tool.parameters
+        schema = {**params, "x-guidance": JSON_LAYOUT}
         name = json.dumps(f'{tool.name}", "arguments": ', ensure_ascii=False)
         rules.append(f"call_{i}: {name} %json {json.dumps(schema, ensure_ascii=False)}")
     return "\n".join(rules) + "\n"
@@ -55,8 +69,9 @@ class ToolCallGrammars:
     a bad list costs one attempt, not one per step).
     """
 
-    def __init__(self, hf_tokenizer: Any, *, capacity: int = 16) -> None:
+    def __init__(self, hf_tokenizer: Any, *, capacity: int = 16, max_string_chars: int | None = None) -> None:
         self._hf_tokenizer = hf_tokenizer
+        self.max_string_chars = max_string_chars
         self._tokenizer: llguidance.LLTokenizer | None = None
         self._cache: OrderedDict[str, llguidance.LLMatcher | str] = OrderedDict()
         self.capacity = capacity
@@ -77,11 +92,13 @@ class ToolCallGrammars:
     def vocab_size(self) -> int:
         return self.tokenizer.vocab_size
 
-    def matcher(self, tools: Sequence[ToolSpec]) -> "llguidance.LLMatcher":
-        key = tools_key(tools)
+    def matcher(self, tools: Sequence[ToolSpec], max_string_chars: int | None = None) -> "llguidance.LLMatcher":
+        """A fresh matcher; ``max_string_chars`` overrides the cap on strings for this call."""
+        cap = max_string_chars if max_string_chars is not None else self.max_string_chars
+        key = f"{cap}|{tools_key(tools)}"
         template = self._cache.get(key)
         if template is None:
-            template = self._compile(tools)
+            template = self._compile(tools, cap)
             self._cache[key] = template
             while len(self._cache) > self.capacity:
                 self._cache.popitem(last=False)
@@ -90,12 +107,12 @@ class ToolCallGrammars:
             raise GrammarError(template)
         return template.deep_copy()
 
-    def _compile(self, tools: Sequence[ToolSpec]) -> "llguidance.LLMatcher | str":
+    def _compile(self, tools: Sequence[ToolSpec], cap: int | None) -> "llguidance.LLMatcher | str":
         import llguidance
 
         self.compiled += 1
         try:
-            grammar = tool_call_grammar(tools)
+            grammar = tool_call_grammar(tools, cap)
         except GrammarError as exc:
             return str(exc)
         try:

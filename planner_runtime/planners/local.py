@@ -73,6 +73,7 @@ class LocalPlanner:
         dtype: "torch.dtype | str | None" = None,
         seed: int = 0,
         max_new_tokens: int = 96,
+        max_string_chars: int | None = 160,
         prefill_tool_call: bool = True,
         reuse_prefix_cache: bool = True,
         constrained: bool = True,
@@ -83,6 +84,8 @@ class LocalPlanner:
         self.dtype = dtype
         self.seed = seed
         self.max_new_tokens = max_new_tokens
+        # Constrained strings stop here, so a call closes within max_new_tokens (None: no cap).
+        self.max_string_chars = max_string_chars
         self.prefill_tool_call = prefill_tool_call
         self.reuse_prefix_cache = reuse_prefix_cache
         self.constrained = constrained
@@ -179,7 +182,7 @@ class LocalPlanner:
         if "cache" in inspect.signature(model.forward).parameters:
             self._cache_kwarg = "cache"
         self._model, self._tokenizer, self.model_dir = model, tokenizer, path
-        self._grammars = ToolCallGrammars(tokenizer)
+        self._grammars = ToolCallGrammars(tokenizer, max_string_chars=self.max_string_chars)
         self._release = model_release(path, self.label)
         return time.perf_counter() - started
 
@@ -235,7 +238,7 @@ class LocalPlanner:
         if sampling.temperature > 0:
             generator = torch.Generator(device=model.device).manual_seed(sampling.seed)
         started = time.perf_counter()
-        matcher = self._matcher(tools, prefill_ids)
+        matcher = self._matcher(tools, prefill_ids, sampling.max_new_tokens)
         grammar_s = time.perf_counter() - started
 
         with torch.inference_mode():
@@ -292,12 +295,19 @@ class LocalPlanner:
             timings["grammar_s"] = grammar_s
         return text, usage, timings
 
-    def _matcher(self, tools: Sequence[ToolSpec], prefill_ids: list[int]) -> Any:
+    def string_cap(self, max_new_tokens: int) -> int | None:
+        """Characters a string may hold so the call still closes within the token budget
+        (about 2 characters a token, after ~40 tokens of call structure)."""
+        if self.max_string_chars is None:
+            return None
+        return max(8, min(self.max_string_chars, 2 * (max_new_tokens - 40)))
+
+    def _matcher(self, tools: Sequence[ToolSpec], prefill_ids: list[int], max_new_tokens: int) -> Any:
         """A grammar matcher past the prefill, or ``None`` to decode unconstrained."""
         if not (self.constrained and tools and self._grammars is not None):
             return None
         try:
-            matcher = self._grammars.matcher(tools)
+            matcher = self._grammars.matcher(tools, self.string_cap(max_new_tokens))
         except GrammarError as exc:
             log.warning("tool calls decoded unconstrained: %s", exc)
             return None

@@ -122,7 +122,8 @@ class BatchDecoder:
         allowed = [t for t in tools if request.only is None or t.name in request.only]
         if allowed and self.planner.constrained:
             try:
-                matcher = self._grammars.matcher(allowed)  # type: ignore[union-attr]
+                cap = self.planner.string_cap(request.sampling.max_new_tokens)  # the same cap as a single step
+                matcher = self._grammars.matcher(allowed, cap)  # type: ignore[union-attr]
             except GrammarError:
                 matcher = None
             if matcher is not None and prefill_ids and not matcher.consume_tokens(prefill_ids):
