@@ -154,6 +154,7 @@ def run(
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the trajectory as JSON at the end."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
+    seed: int = typer.Option(0, "--seed", help="With --task: the seed its random parameters are drawn with."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Memory profile to recall from and write to (default: 'default'; a task run without it gets a scratch memory)."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Do not read or write the memory profile."),
     answers: Optional[Path] = typer.Option(None, "--answers", help="YAML of question pattern (regex) → answer for ask_user; without a terminal and without it, no user is available."),
@@ -168,7 +169,7 @@ def run(
         tasks = load_suite(suite) if suite else builtin_suite()
         spec = None
         if task is not None:
-            spec = find_task(task, tasks)
+            spec = find_task(task, tasks).draw(seed)
         elif goal is not None:  # a goal that is exactly a known task's goal gets that task's checks
             spec = next((t for t in tasks.tasks if t.rendered_goal().lower() == goal.strip().lower()), None)
         if goal is None and spec is None:

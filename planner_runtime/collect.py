@@ -127,8 +127,9 @@ def collect(
                 with lease as device:
                     ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
                     source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
-                    traj = run_goal(item.task.rendered_goal(), device=device, device_ref=ref, source=source,
-                                    planner=planner_for(item.task), store=store, task=item.task,
+                    task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
+                    traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
+                                    planner=planner_for(task), store=store, task=task,
                                     collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()))
                     if _is_infra(traj):  # the episode kept its trajectory; the device takes the fault
                         lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))

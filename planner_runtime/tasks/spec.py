@@ -8,7 +8,9 @@ first problem.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+import random
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -175,6 +177,24 @@ class CheckSpec(_OneOf):
     file: FileCheck | None = None
 
 
+class RandomValue(SpecModel):
+    """A parameter drawn per episode from a seed: an integer in ``[lo, hi]`` or one of ``choice``."""
+
+    int: tuple[builtins.int, builtins.int] | None = None  # the field is named as the YAML says it
+    choice: tuple[Any, ...] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> RandomValue:
+        if (self.int is None) == (self.choice is None) or (self.choice is not None and not self.choice):
+            raise ValueError("give exactly one of int: [lo, hi] or choice: [non-empty list]")
+        if self.int is not None and self.int[0] > self.int[1]:
+            raise ValueError("int: [lo, hi] needs lo <= hi")
+        return self
+
+    def draw(self, rng: random.Random) -> Any:
+        return rng.randint(*self.int) if self.int is not None else rng.choice(self.choice)
+
+
 class TaskSpec(SpecModel):
     id: str = Field(pattern=r"^[a-z0-9_.\-]+$")
     goal: str
@@ -190,6 +210,8 @@ class TaskSpec(SpecModel):
     # The user's replies to ask_user: question pattern (a case-insensitive regular expression
     # searched in the question) → answer (a template). Unmatched questions get no answer.
     user_answers: dict[str, str] = Field(default_factory=dict)
+    # Parameters drawn per episode from a seed (see draw); params holds their seed-0 values' defaults.
+    random: dict[str, RandomValue] = Field(default_factory=dict)
     # More parameter sets for the same template: each becomes its own task "<id>@<n>" (n from 1).
     variants: tuple[dict[str, Any], ...] = ()
     # Train or test; by default drawn from the template id, so all variants of a template share it.
@@ -198,6 +220,7 @@ class TaskSpec(SpecModel):
     @model_validator(mode="after")
     def _goal_renders(self) -> TaskSpec:
         for n, extra in enumerate(({},) + self.variants):
+            extra = {**self.values, **extra}
             try:
                 self.goal.format(**{**self.params, **extra})
             except (KeyError, IndexError, ValueError) as exc:
@@ -217,6 +240,14 @@ class TaskSpec(SpecModel):
             return self.split
         return "test" if int(hashlib.sha1(self.template.encode()).hexdigest()[:8], 16) % 5 == 0 else "train"
 
+    def draw(self, seed: int) -> TaskSpec:
+        """This task with its random parameters drawn from ``seed`` (itself when it has none);
+        the same seed always gives the same task, so an episode can be reproduced."""
+        if not self.random:
+            return self
+        rng = random.Random(f"{self.id}:{seed}")
+        return self.model_copy(update={"params": {**self.params, **{k: v.draw(rng) for k, v in self.random.items()}}})
+
     def expanded(self) -> list[TaskSpec]:
         """This task and one task per variant, each with its own parameters."""
         base = self.model_copy(update={"variants": ()})
@@ -225,11 +256,21 @@ class TaskSpec(SpecModel):
             for n, extra in enumerate(self.variants, start=1)
         ]
 
+    @property
+    def values(self) -> dict[str, Any]:
+        """The parameters as the goal and checks use them: random ones not yet drawn take
+        their seed-0 value, so an undrawn task reads like ``draw(0)``."""
+        if not self.random:
+            return self.params
+        rng = random.Random(f"{self.id}:0")
+        return {**{k: v.draw(rng) for k, v in self.random.items()}, **self.params}
+
     def rendered_goal(self) -> str:
-        return self.goal.format(**self.params)
+        return self.goal.format(**self.values)
 
     def render(self, text: str) -> str:
-        return text.format(**self.params) if self.params else text
+        values = self.values
+        return text.format(**values) if values else text
 
 
 class Suite(SpecModel):

@@ -52,3 +52,28 @@ def test_every_variant_is_solvable(task, device, device_ref, store):
     traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
                     planner=ScriptedPlanner(script), store=store, task=task, gate=gate)
     assert traj.verdict.success, (traj.steps[0].feedback, traj.verdict)
+
+
+def test_random_parameters_are_drawn_from_a_seed_and_verified(tmp_path, device, device_ref, store):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "tasks:\n  - id: clock.random_alarm\n    goal: 'Set an alarm for {hour}:{minute:02d}'\n"
+        "    random: {hour: {int: [5, 9]}, minute: {choice: [0, 15, 30, 45]}}\n    domain: clock\n"
+        "    setup:\n      - content_delete: {uri: 'content://com.android.deskclock/alarms'}\n"
+        "    checks:\n      - content: {uri: 'content://com.android.deskclock/alarms', where: 'hour={hour} AND minutes={minute}'}\n"
+    )
+    task = load_suite(path).tasks[0]
+    drawn = [task.draw(seed) for seed in range(6)]
+    assert [t.params for t in drawn] == [t.params for t in (task.draw(seed) for seed in range(6))]  # reproducible
+    assert len({(t.params["hour"], t.params["minute"]) for t in drawn}) > 1
+    assert all(5 <= t.params["hour"] <= 9 and t.params["minute"] in (0, 15, 30, 45) for t in drawn)
+    assert task.rendered_goal() == task.draw(0).rendered_goal()  # undrawn reads like seed 0
+    one = drawn[3]
+    script = [{"name": "set_alarm", "arguments": {"hour": one.params["hour"], "minutes": one.params["minute"]}},
+              {"name": "finish", "arguments": {"answer": "set"}}]
+    traj = run_goal(one.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+                    planner=ScriptedPlanner(script), store=store, task=one)
+    assert traj.verdict.success
+    path.write_text(path.read_text().replace("{int: [5, 9]}", "{int: [9, 5]}"))
+    with pytest.raises(Exception, match="lo <= hi"):
+        load_suite(path)
