@@ -74,7 +74,8 @@ def test_scripted_solution_succeeds(task_id, device, device_ref, store):
 
 
 def test_every_comms_task_has_a_solution():
-    assert set(SUITE) == set(SOLUTIONS)
+    # variants (<id>@n) share their template's solution shape; test_variants solves each of them
+    assert {task.template for task in SUITE.values()} == set(SOLUTIONS)
 
 
 def test_send_is_blocked_without_the_users_consent(device, device_ref, store):
