@@ -1,5 +1,6 @@
 """The Android "system" of the virtual phone: packages, the activity stack, intent
-resolution, content resolver, input dispatch, processes, properties and settings.
+resolution, content resolver, dialogs, notifications, processes, properties and settings
+(the window tree, screenshots and input dispatch are in `screen`).
 
 All state lives here and is touched only from the phone's event loop, so no locking is
 needed. Everything a client can observe is reached through adb (shell commands, sync,
@@ -14,29 +15,19 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from device_farm.virtual.apps.base import NAV_BAR_HEIGHT, STATUS_BAR_HEIGHT, Activity, App
+from device_farm.virtual.apps.base import Activity, App
 from device_farm.virtual.content import SqliteProvider
-from device_farm.virtual.dialogs import Dialog, dialog_views, window_title
+from device_farm.virtual.dialogs import Dialog
+from device_farm.virtual.display import PHYSICAL_DENSITY
 from device_farm.virtual.fs import FileSystem
 from device_farm.virtual.intents import (
     ACTION_MAIN, CATEGORY_HOME, CATEGORY_LAUNCHER, ComponentName, Intent,
 )
-from device_farm.virtual.notifications import Notification, NotificationList, shade_views
-from device_farm.virtual.render import ScreenRenderer, StatusBar
-from device_farm.virtual.ui import Bounds, ViewNode, hit_test, walk
+from device_farm.virtual.notifications import Notification, NotificationList
+from device_farm.virtual.screen import ScreenInput
 
 if TYPE_CHECKING:
     from device_farm.virtual.stream import StreamHandler
-
-WIDTH, HEIGHT, DENSITY = 1080, 2400, 420
-TOUCH_SLOP, LONG_PRESS_MS = 21, 500
-KEYCODES: dict[str, int] = {
-    "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "DPAD_LEFT": 21, "DPAD_RIGHT": 22,
-    "DPAD_CENTER": 23, "VOLUME_UP": 24, "VOLUME_DOWN": 25, "POWER": 26, "CAMERA": 27,
-    "TAB": 61, "SPACE": 62, "ENTER": 66, "DEL": 67, "MENU": 82, "SEARCH": 84,
-    "VOLUME_MUTE": 164, "APP_SWITCH": 187, "WAKEUP": 224, "SLEEP": 223,
-}
-
 
 @dataclass(frozen=True)
 class Process:
@@ -54,8 +45,8 @@ class StartResult:
     delivered_to_top: bool = False
 
 
-class AndroidSystem:
-    """One phone's system state."""
+class AndroidSystem(ScreenInput):
+    """One phone's system state (its screen and input half is in `screen`)."""
 
     def __init__(self, serial: str, app_factories: list[Callable[["AndroidSystem"], App]],
                  model: str = "Pixel 7", product: str = "panther") -> None:
@@ -69,7 +60,7 @@ class AndroidSystem:
             "ro.build.fingerprint": f"google/{product}/{product}:14/UQ1A.240205.004/11269751:user/release-keys",
             "ro.debuggable": "0", "ro.secure": "1", "sys.boot_completed": "1",
             "init.svc.bootanim": "stopped", "persist.sys.timezone": "UTC",
-            "ro.sf.lcd_density": str(DENSITY), "service.adb.tcp.port": "-1",
+            "ro.sf.lcd_density": str(PHYSICAL_DENSITY), "service.adb.tcp.port": "-1",
         }
         self.settings: dict[str, dict[str, str]] = {
             "system": {"screen_brightness": "102", "screen_off_timeout": "60000",
@@ -82,6 +73,8 @@ class AndroidSystem:
         self.fs = FileSystem()
         self.listeners: dict[int, "StreamHandler"] = {}
         """In-phone TCP listeners reachable through the `tcp:<port>` service."""
+        self.abstract_sockets: dict[str, "StreamHandler"] = {}
+        """Services listening on abstract unix sockets (`localabstract:<name>`)."""
         self.uiautomator_handler: "StreamHandler | None" = None
         """What `app_process ... com.wetest.uia2.Main` serves (set by the phone)."""
         self.screen_on = True
@@ -102,7 +95,6 @@ class AndroidSystem:
         """Set to end the running `app_process` uiautomator2 server (it died)."""
         self.slow_screen: tuple[float, float] = (0.0, 0.0)
         """(extra seconds per hierarchy dump or screenshot, until this monotonic time)."""
-        self.renderer = ScreenRenderer(WIDTH, HEIGHT, STATUS_BAR_HEIGHT, NAV_BAR_HEIGHT)
         self.apps: dict[str, App] = {}
         for factory in app_factories:
             app = factory(self)
@@ -241,39 +233,6 @@ class AndroidSystem:
     def current_component(self) -> ComponentName:
         return ComponentName(self.foreground.package, self.foreground.name)
 
-    # --- screen and input ----------------------------------------------------------
-    def window(self) -> ViewNode:
-        """The focused window's view tree, freshly built."""
-        activity = self.foreground
-        content = Bounds(0, STATUS_BAR_HEIGHT, WIDTH, HEIGHT - NAV_BAR_HEIGHT)
-        root = ViewNode("android.widget.FrameLayout", Bounds(0, 0, WIDTH, HEIGHT), children=[
-            ViewNode("android.widget.FrameLayout", content, resource_id="android:id/content",
-                     children=activity.build(content)),
-        ])
-        root.set_package(activity.package)
-        overlay = self.overlay(content)
-        if overlay is not None:
-            root.children.append(overlay)
-        return root
-
-    def overlay(self, content: Bounds | None = None) -> ViewNode | None:
-        """The window over the app that takes all input (top dialog, else the shade)."""
-        screen = Bounds(0, 0, WIDTH, HEIGHT - NAV_BAR_HEIGHT)
-        if self.dialogs:
-            return dialog_views(self, self.dialogs[-1], screen)
-        if self.shade_open:
-            return shade_views(self, screen)
-        return None
-
-    def focus(self) -> tuple[str, str]:
-        """(package, window name) of the focused window, as `dumpsys window` names it."""
-        if self.dialogs:
-            return self.dialogs[-1].window_package, window_title(self.dialogs[-1])
-        if self.shade_open:
-            return "com.android.systemui", "NotificationShade"
-        comp = self.current_component()
-        return comp.package, f"{comp.package}/{comp.cls}"
-
     # --- dialogs and notifications -------------------------------------------------
     def label_of(self, package: str) -> str:
         app = self.apps.get(package)
@@ -312,76 +271,3 @@ class AndroidSystem:
     def notifications_cleared(self) -> None:
         self.notifications.clear()
         self.shade_open = False
-
-    def screen_delay(self) -> float:
-        """Seconds a hierarchy dump or screenshot takes now (a slow-screen fault)."""
-        delay, until = self.slow_screen
-        return delay if time.monotonic() < until else 0.0
-
-    def status_bar(self) -> StatusBar:
-        tz_utc = time.gmtime(self.now())
-        glob = self.settings["global"]
-        return StatusBar(clock=f"{tz_utc.tm_hour:02d}:{tz_utc.tm_min:02d}", battery=self.battery_level,
-                         wifi=glob.get("wifi_on") == "1", mobile_data=glob.get("mobile_data", "1") == "1",
-                         airplane=glob.get("airplane_mode_on") == "1")
-
-    def screenshot(self, fmt: str = "png", scale: float = 1.0, quality: int = 80) -> bytes:
-        """The screen as PNG (what `screencap -p` writes) or JPEG bytes."""
-        return self.renderer.encoded(self.window(), self.status_bar(), self.screen_on, fmt, scale, quality)
-
-    def tap(self, x: float, y: float) -> bool:
-        """Dispatch a tap; True if some view took it. A window over the app takes them all."""
-        node = hit_test(self.overlay() or self.window(), x, y)
-        if node is None:
-            return False
-        activity = self.foreground
-        if node.editable and node.focusable:
-            activity.focused = node.resource_id
-        if node.on_click is not None:
-            node.on_click()
-        return True
-
-    def focused_field(self) -> ViewNode | None:
-        for node, _, _ in walk(self.window()):
-            if node.focused and node.editable:
-                return node
-        return None
-
-    def set_text(self, node: ViewNode, text: str) -> None:
-        if node.on_set_text is not None:
-            node.on_set_text(text)
-
-    def input_text(self, text: str) -> bool:
-        field = self.focused_field()
-        if field is None:
-            return False
-        self.set_text(field, field.value + text)
-        return True
-
-    def swipe(self, x1: float, y1: float, x2: float, y2: float, duration_ms: int = 300) -> None:
-        """A drag gesture. Within touch slop and short it is a tap; a long one is a long
-        press (no click); up from the navigation handle goes home (gesture navigation)."""
-        if abs(x2 - x1) <= TOUCH_SLOP and abs(y2 - y1) <= TOUCH_SLOP:
-            if duration_ms < LONG_PRESS_MS:
-                self.tap(x1, y1)
-            return
-        if y1 >= HEIGHT - NAV_BAR_HEIGHT and y1 - y2 > 200:
-            self.home()
-        elif y1 <= STATUS_BAR_HEIGHT and y2 - y1 > 200 and not self.dialogs:
-            self.shade_open = True
-        elif not self.dialogs and not self.shade_open and abs(y2 - y1) > abs(x2 - x1):
-            self.foreground.on_scroll(int(y1 - y2))
-
-    def key(self, code: int) -> None:
-        if code == KEYCODES["BACK"]:
-            self.back()
-        elif code == KEYCODES["HOME"]:
-            self.home()
-        elif code == KEYCODES["DEL"]:
-            field = self.focused_field()
-            if field is not None and field.value:
-                self.set_text(field, field.value[:-1])
-        elif code in (KEYCODES["POWER"], KEYCODES["SLEEP"]):
-            self.screen_on = code == KEYCODES["POWER"] and not self.screen_on
-        elif code == KEYCODES["WAKEUP"]:
-            self.screen_on = True

@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from device_farm.virtual.selector import describe, find, find_all
 from device_farm.virtual.stream import AdbStream
-from device_farm.virtual.system import DENSITY, HEIGHT, KEYCODES, WIDTH, AndroidSystem
+from device_farm.virtual.screen import KEYCODES
+from device_farm.virtual.system import AndroidSystem
 from device_farm.virtual.ui import ViewNode, hierarchy_xml, obj_info
 
 logger = logging.getLogger(__name__)
@@ -192,10 +193,11 @@ class UiAutomatorServer:
     # --- JSON-RPC methods (names after `rpc_` are the wire names) -----------------------
     def rpc_deviceInfo(self) -> dict[str, Any]:
         s = self.system
+        d = s.display
         return {
-            "currentPackageName": s.focus()[0], "displayHeight": HEIGHT,
-            "displayRotation": 0, "displaySizeDpX": round(WIDTH * 160 / DENSITY),
-            "displaySizeDpY": round(HEIGHT * 160 / DENSITY), "displayWidth": WIDTH,
+            "currentPackageName": s.focus()[0], "displayHeight": d.height,
+            "displayRotation": 0, "displaySizeDpX": d.dp(d.width),
+            "displaySizeDpY": d.dp(d.height), "displayWidth": d.width,
             "productName": s.props["ro.product.name"], "screenOn": s.screen_on,
             "sdkInt": int(s.props["ro.build.version.sdk"]), "naturalOrientation": True,
         }

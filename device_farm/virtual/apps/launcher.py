@@ -18,12 +18,15 @@ class LauncherActivity(Activity):
         icons: list[ViewNode] = []
         apps = [a for a in self.system.apps.values() if a.LAUNCHER_ACTIVITY and a is not self.app]
         cell_width = screen.right // COLUMNS
+        rows = max(1, -(-len(apps) // COLUMNS))
+        # a smaller display (`wm size`) packs the rows tighter, as the launcher's grid does
+        cell_height = max(1, min(CELL_HEIGHT, (screen.bottom - screen.top - GRID_TOP) // rows))
         for i, app in enumerate(apps):
             row, col = divmod(i, COLUMNS)
-            top = screen.top + GRID_TOP + row * CELL_HEIGHT
+            top = screen.top + GRID_TOP + row * cell_height
             icons.append(ViewNode(
                 "android.widget.TextView",
-                Bounds(col * cell_width, top, (col + 1) * cell_width, top + CELL_HEIGHT),
+                Bounds(col * cell_width, top, (col + 1) * cell_width, top + cell_height),
                 text=app.label, content_desc=app.label, clickable=True, focusable=True,
                 long_clickable=True, on_click=lambda app=app: self._open(app),
             ))

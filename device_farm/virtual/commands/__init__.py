@@ -5,10 +5,11 @@ from __future__ import annotations
 from device_farm.virtual.commands.am import am, monkey
 from device_farm.virtual.commands.content import content
 from device_farm.virtual.commands.device import (
-    app_process, cmd, dumpsys, getprop, input_, screencap, settings, setprop, svc, uiautomator, wm,
+    app_process, cmd, dumpsys, getprop, input_, screencap, settings, setprop, svc, uiautomator,
 )
 from device_farm.virtual.commands.pm import pm
 from device_farm.virtual.commands.toybox import COMMANDS as TOYBOX_COMMANDS, toybox
+from device_farm.virtual.commands.wm import wm
 from device_farm.virtual.shell import Command
 
 

@@ -1,4 +1,4 @@
-"""Device-level commands: getprop/setprop, settings, wm, input, dumpsys, uiautomator dump,
+"""Device-level commands: getprop/setprop, settings, input, dumpsys, uiautomator dump,
 `cmd SERVICE`, and `app_process` for the uiautomator2 server class."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from typing import Awaitable
 
 from device_farm.virtual.commands.am import am
 from device_farm.virtual.commands.pm import dumpsys_package, pm
+from device_farm.virtual.commands.wm import wm
 from device_farm.virtual.fs import FsError
 from device_farm.virtual.notifications import dumpsys_notification
 from device_farm.virtual.shell import CommandContext
-from device_farm.virtual.system import DENSITY, HEIGHT, KEYCODES, WIDTH
+from device_farm.virtual.screen import KEYCODES
 from device_farm.virtual.ui import hierarchy_xml
 
 U2_MAIN_CLASS = "com.wetest.uia2.Main"
@@ -56,17 +57,6 @@ def settings(ctx: CommandContext, args: list[str]) -> int:
             ctx.out(f"{key}={table[key]}\n")
     else:
         ctx.err(f"Invalid command: {verb}\n")
-        return 1
-    return 0
-
-
-def wm(ctx: CommandContext, args: list[str]) -> int:
-    if args[:1] == ["size"]:
-        ctx.out(f"Physical size: {WIDTH}x{HEIGHT}\n")
-    elif args[:1] == ["density"]:
-        ctx.out(f"Physical density: {DENSITY}\n")
-    else:
-        ctx.err("Window manager (window) commands:\n  size\n  density\n")
         return 1
     return 0
 
@@ -137,8 +127,9 @@ def dumpsys(ctx: CommandContext, args: list[str]) -> int:
     elif service == "package" and len(args) > 1:
         return dumpsys_package(ctx, args[1])
     elif service == "display":
+        d = system.display
         ctx.out(f"  mDefaultViewport=DisplayViewport{{valid=true, orientation=0, "
-                f"deviceWidth={WIDTH}, deviceHeight={HEIGHT}}}\n")
+                f"deviceWidth={d.width}, deviceHeight={d.height}}}\n")
     elif service == "power":
         on = system.screen_on
         ctx.out(f"  mWakefulness={'Awake' if on else 'Asleep'}\n"
@@ -312,7 +303,7 @@ async def screencap(ctx: CommandContext, args: list[str]) -> int:
     else:
         raw = ctx.system.renderer.image(ctx.system.window(), ctx.system.status_bar(),
                                         ctx.system.screen_on).convert("RGBA").tobytes()
-        data = struct.pack("<4I", WIDTH, HEIGHT, 1, 1) + raw
+        data = struct.pack("<4I", ctx.system.display.width, ctx.system.display.height, 1, 1) + raw
     if path is None:
         ctx.stdout += data
         return 0
