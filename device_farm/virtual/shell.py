@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from device_farm.virtual.system import AndroidSystem
 
 SHELL_PATH = "/system/bin/sh"
+STDIN_OPERANDS = {"cat": 0, "md5sum": 0, "grep": 1}
+"""Commands that read stdin when given at most this many operands (`cat`, `grep PATTERN`)."""
 
 
 class ShellExit(Exception):
@@ -61,6 +63,23 @@ class ShellSession:
                                     "HOME": "/", "SHELL": SHELL_PATH, "USER": "shell", "?": "0"}
         self.env.update(env or {})
         self.exited = False
+
+    def reads_stdin(self, line: str) -> bool:
+        """Whether the line's first command of some pipeline reads stdin (`cat > f`), so the
+        service must collect the host's input up to its end before running it."""
+        try:
+            program = parse(line)
+        except ShellSyntaxError:
+            return False
+        for _connector, pipeline in program:
+            first = pipeline[0] if pipeline else None
+            if first is None or not first.words or any(op == "<" for op, _ in first.redirects):
+                continue
+            argv = [w.expand(self.env) for w in first.words]
+            limit = STDIN_OPERANDS.get(argv[0].rsplit("/", 1)[-1])
+            if limit is not None and sum(1 for a in argv[1:] if not a.startswith("-")) <= limit:
+                return True
+        return False
 
     async def run(self, line: str, ctx_out: CommandContext) -> int:
         """Run a line; its output is appended to ctx_out.stdout/stderr. Returns the status."""

@@ -1,6 +1,8 @@
 """The `shell:`, `shell,v2,...:` and `exec:` services: run command lines on a stream.
 
 v1 and exec send raw output and close at the end (exit status is lost, as on Android).
+A line whose command reads stdin (`cat > f`, `md5sum`) gets the host's input up to its end
+(adb exec-in, or v2 close-stdin).
 v2 frames every message as `id u8, length u32le, data`: stdout 1, stderr 2, exit 3 from
 the device; stdin 0, close-stdin 4 and window-size 5 from the host (adb's shell_protocol.h).
 With `pty` the output is merged and NL becomes CRNL. An empty command reads command lines
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 ID_STDIN, ID_STDOUT, ID_STDERR, ID_EXIT, ID_CLOSE_STDIN, ID_WINDOW = 0, 1, 2, 3, 4, 5
 _V2_HEADER = struct.Struct("<BI")
 MAX_V2_PACKET = 1024 * 1024
+MAX_STDIN = 64 * 1024 * 1024
 logger = logging.getLogger(__name__)
 
 
@@ -95,17 +98,23 @@ class ShellService:
         channel = ShellChannel(stream, self._spec)
         if not self._spec.command.strip():
             status = await self._interactive(channel, echo=self._spec.pty)
+        elif not self._spec.pty and self._session.reads_stdin(self._spec.command):
+            status = await self._run_with_input(channel, stream)
         else:
             status = await self._run_once(channel, stream)
         await channel.exit(status)
 
-    def _context(self, channel: ShellChannel) -> CommandContext:
-        ctx = CommandContext(self._system, self._session.env, b"")
+    def _context(self, channel: ShellChannel, stdin: bytes = b"",
+                 stream: AdbStream | None = None) -> CommandContext:
+        """With `stream`, output is dropped once the host has closed it (exec-in)."""
+        ctx = CommandContext(self._system, self._session.env, stdin)
 
         async def flush() -> None:
             out, err = bytes(ctx.stdout), bytes(ctx.stderr)
             ctx.stdout.clear()
             ctx.stderr.clear()
+            if stream is not None and stream.closed:
+                return
             await channel.send(out, ID_STDOUT)
             await channel.send(err, ID_STDERR)
 
@@ -129,6 +138,27 @@ class ShellService:
             await asyncio.gather(watcher, job, return_exceptions=True)
         assert ctx.flush is not None
         await ctx.flush()
+        return status
+
+    async def _run_with_input(self, channel: ShellChannel, stream: AdbStream) -> int:
+        """`exec:cat > /sdcard/f` (adb exec-in), `shell,v2:md5sum`: the host's input up to
+        close-stdin or the end of the stream is the command's stdin. The command runs even
+        when the host closed the stream, as a process reading a socket would."""
+        data = bytearray()
+        try:
+            while len(data) <= MAX_STDIN and (chunk := await channel.read_input()):
+                data += chunk
+        except StreamClosed:
+            pass  # exec-in ends its input by closing the stream
+        if len(data) > MAX_STDIN:
+            logger.warning("shell: closing the stream after %d bytes of stdin", len(data))
+            raise StreamClosed("stdin too large")
+        ctx = self._context(channel, bytes(data), stream)
+        status = await self._session.run(self._spec.command, ctx)
+        assert ctx.flush is not None
+        await ctx.flush()
+        if stream.closed:
+            raise StreamClosed("host closed the stream after sending its input")
         return status
 
     @staticmethod

@@ -1,0 +1,57 @@
+"""Stream services beyond shell and sync, through the real adb CLI and adbutils: exec-in
+(`exec:` with stdin), stdin for shell v2 commands, `localabstract:` bridging, and the
+features the phone advertises."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+
+import adbutils
+import pytest
+
+from device_farm.virtual.adbd import FEATURES
+
+
+def adb_with_stdin(handle, data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The real adb CLI with `data` on its stdin."""
+    return subprocess.run(
+        [adbutils.adb_path(), "-H", handle.adb.host, "-P", str(handle.adb.port), "-s", handle.serial, *args],
+        input=data, capture_output=True, timeout=30,
+        env={k: v for k, v in os.environ.items() if k not in ("ANDROID_SERIAL", "ANDROID_ADB_SERVER_PORT")},
+    )
+
+
+def test_exec_in_writes_stdin_to_a_file(virtual_phone):
+    data = bytes(range(256)) * 2000  # 512 KB of every byte value: no line discipline in the way
+    result = adb_with_stdin(virtual_phone, data, "exec-in", "cat > /data/local/tmp/f.bin")
+    assert result.returncode == 0, result.stderr
+    d = virtual_phone.device
+    assert d.shell("md5sum /data/local/tmp/f.bin") == f"{hashlib.md5(data).hexdigest()}  /data/local/tmp/f.bin"
+    assert d.sync.read_bytes("/data/local/tmp/f.bin") == data
+
+
+def test_exec_in_appends_and_runs_the_rest_of_the_line(virtual_phone):
+    adb_with_stdin(virtual_phone, b"one\n", "exec-in", "mkdir -p /sdcard/in && cat > /sdcard/in/log")
+    adb_with_stdin(virtual_phone, b"two\n", "exec-in", "cat >> /sdcard/in/log")
+    assert virtual_phone.device.shell("cat /sdcard/in/log") == "one\ntwo"
+
+
+def test_shell_v2_commands_read_stdin_until_close_stdin(virtual_phone):
+    data = b"hello from the host\n" * 100
+    result = adb_with_stdin(virtual_phone, data, "shell", "md5sum")
+    assert result.stdout.decode() == f"{hashlib.md5(data).hexdigest()}  -\n"
+    result = adb_with_stdin(virtual_phone, b"apple\nbanana\ncherry\n", "shell", "grep an")
+    assert (result.returncode, result.stdout) == (0, b"banana\n")
+    # a command that names its input does not wait for stdin
+    virtual_phone.device.shell("echo kept > /sdcard/k.txt")
+    result = adb_with_stdin(virtual_phone, b"ignored", "exec-out", "echo out; cat /sdcard/k.txt")
+    assert result.stdout == b"out\nkept\n"
+
+
+def test_exec_out_of_a_reader_with_a_redirect_does_not_wait(virtual_phone):
+    virtual_phone.device.shell("echo saved > /sdcard/s.txt")
+    result = virtual_phone.adb_cli("exec-out", "cat < /sdcard/s.txt")
+    assert result.stdout == b"saved\n"
