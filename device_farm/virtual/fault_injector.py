@@ -26,6 +26,7 @@ from device_farm.virtual.faults import (
     AnrDialog, CrashDialog, Fault, FaultEvent, FaultPlan, NotificationFlood, PermissionDialog,
     Popup, PromptInjection, SlowScreen, Stall, TransportDrop, UiAutomatorCrash,
 )
+from device_farm.virtual.u2server import ABSTRACT_SOCKET
 
 if TYPE_CHECKING:
     from device_farm.virtual.system import AndroidSystem
@@ -190,6 +191,7 @@ class FaultInjector:
         system.ui_automation_connected = False
         if mode == "dead":
             system.listeners.pop(self._ui_port, None)
+            system.abstract_sockets.pop(ABSTRACT_SOCKET, None)
             if system.uiautomator_process is not None:
                 system.uiautomator_process.set()
 

@@ -24,7 +24,7 @@ from device_farm.virtual.faults import FaultEvent, FaultPlan, FaultSpec, as_plan
 from device_farm.virtual.services import ServiceRouter
 from device_farm.virtual.snapshot import Snapshot, SnapshotError, capture, restore
 from device_farm.virtual.system import AndroidSystem
-from device_farm.virtual.u2server import UiAutomatorServer
+from device_farm.virtual.u2server import ABSTRACT_SOCKET, UiAutomatorServer
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,6 +84,7 @@ class VirtualPhone:
         system.uiautomator_handler = self._u2.serve
         if self._u2_at_boot:
             system.listeners[U2_PORT] = self._u2.serve
+            system.abstract_sockets[ABSTRACT_SOCKET] = self._u2.serve
         self._system = system
 
     async def _startup(self) -> None:

@@ -1,8 +1,10 @@
 """Maps the service names of OPEN requests to stream handlers on one phone.
 
 `shell:`/`shell,v2,...:`/`exec:` run the shell, `sync:` the file protocol, `tcp:<port>`
-bridges to an in-phone listener (port 9008 is the uiautomator2 server). Anything else is
-refused, which the transport answers with CLSE.
+bridges to an in-phone listener (port 9008 is the uiautomator2 server) and
+`localabstract:<name>` to a service on an abstract unix socket (`uiautomator2` is the same
+server). Anything else, or a port or socket nobody listens on, is refused, which the
+transport answers with CLSE (the host then reports `closed`, as with a real adbd).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ class ServiceRouter:
             handler = system.listeners.get(int(target))
             if handler is None:
                 logger.info("tcp:%s: nothing listening on the phone", target)
+            return handler
+        if service.startswith("localabstract:"):
+            name = service[len("localabstract:") :]
+            handler = system.abstract_sockets.get(name)
+            if handler is None:
+                logger.info("localabstract:%s: no such socket on the phone", name)
             return handler
         if service.startswith("root:"):
             return self._message("adbd cannot run as root in production builds\n")

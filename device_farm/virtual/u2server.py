@@ -16,13 +16,15 @@ import logging
 from typing import Any, Callable
 
 from device_farm.virtual.selector import describe, find, find_all
-from device_farm.virtual.stream import AdbStream
 from device_farm.virtual.screen import KEYCODES
+from device_farm.virtual.stream import AdbStream
 from device_farm.virtual.system import AndroidSystem
 from device_farm.virtual.ui import ViewNode, hierarchy_xml, obj_info
 
 logger = logging.getLogger(__name__)
 
+ABSTRACT_SOCKET = "uiautomator2"
+"""The abstract unix socket the server also answers on (`localabstract:uiautomator2`)."""
 MAX_HEADER = 64 * 1024
 MAX_BODY = 16 * 1024 * 1024
 POLL_S = 0.05

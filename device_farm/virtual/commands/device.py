@@ -13,6 +13,7 @@ from device_farm.virtual.commands.wm import wm
 from device_farm.virtual.fs import FsError
 from device_farm.virtual.notifications import dumpsys_notification
 from device_farm.virtual.shell import CommandContext
+from device_farm.virtual.u2server import ABSTRACT_SOCKET
 from device_farm.virtual.screen import KEYCODES
 from device_farm.virtual.ui import hierarchy_xml
 
@@ -231,6 +232,7 @@ async def app_process(ctx: CommandContext, args: list[str]) -> int:
         system.uiautomator_process.set()
     died = asyncio.Event()
     system.listeners[port] = handler
+    system.abstract_sockets[ABSTRACT_SOCKET] = handler
     system.ui_automation_connected = True
     system.uiautomator_process = died
     ctx.out("[server] INFO: [UiAutomator2Server] Starting Server\n")
@@ -243,6 +245,8 @@ async def app_process(ctx: CommandContext, args: list[str]) -> int:
             system.uiautomator_process = None
             if system.listeners.get(port) is handler:
                 del system.listeners[port]
+            if system.abstract_sockets.get(ABSTRACT_SOCKET) is handler:
+                del system.abstract_sockets[ABSTRACT_SOCKET]
     ctx.err("java.lang.IllegalStateException: UiAutomation not connected\n"
             "[server] INFO: [UiAutomator2Server] Server stopped\n")
     return 1

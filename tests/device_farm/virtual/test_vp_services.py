@@ -55,3 +55,58 @@ def test_exec_out_of_a_reader_with_a_redirect_does_not_wait(virtual_phone):
     virtual_phone.device.shell("echo saved > /sdcard/s.txt")
     result = virtual_phone.adb_cli("exec-out", "cat < /sdcard/s.txt")
     assert result.stdout == b"saved\n"
+
+
+def http_ping(sock: socket.socket) -> bytes:
+    sock.sendall(b"GET /ping HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    reply = b""
+    while not reply.endswith(b"pong"):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    return reply
+
+
+def test_localabstract_reaches_the_uiautomator2_server(virtual_phone):
+    sock = virtual_phone.device.create_connection(adbutils.Network.LOCAL_ABSTRACT, "uiautomator2")
+    try:
+        assert http_ping(sock).startswith(b"HTTP/1.1 200 OK")
+    finally:
+        sock.close()
+
+
+def test_adb_forward_to_localabstract(virtual_phone):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = virtual_phone.adb_cli("forward", f"tcp:{port}", "localabstract:uiautomator2")
+    assert result.returncode == 0, result.stderr
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            assert http_ping(sock).startswith(b"HTTP/1.1 200 OK")
+        listed = virtual_phone.adb_cli("forward", "--list").stdout.decode()
+        assert f"tcp:{port} localabstract:uiautomator2" in listed
+    finally:
+        virtual_phone.adb_cli("forward", "--remove", f"tcp:{port}")
+
+
+def test_unknown_abstract_socket_is_refused_and_the_phone_keeps_serving(virtual_phone):
+    with pytest.raises(adbutils.AdbError) as refused:
+        virtual_phone.device.create_connection(adbutils.Network.LOCAL_ABSTRACT, "chrome_devtools_remote")
+    assert "closed" in str(refused.value)
+    assert virtual_phone.device.shell("echo still here") == "still here"
+
+
+def test_a_dead_uiautomator2_server_leaves_its_abstract_socket(virtual_phone):
+    virtual_phone.phone.inject({"kind": "uiautomator_crash", "mode": "dead"})
+    with pytest.raises(adbutils.AdbError):
+        virtual_phone.device.create_connection(adbutils.Network.LOCAL_ABSTRACT, "uiautomator2")
+
+
+def test_the_banner_advertises_only_implemented_features(virtual_phone):
+    features = set(virtual_phone.device.get_features().split(","))
+    assert features == set(FEATURES)
+    # shell_v2 is what gives the adb CLI the exit status
+    assert virtual_phone.adb_cli("shell", "exit 3").returncode == 3
+    assert not {"abb", "abb_exec", "sendrecv_v2", "track_app", "apex", "remount_shell"} & features
