@@ -1,18 +1,24 @@
 """The device side of the ADB transport over TCP: the virtual phone's adbd.
 
-It answers the host's CNXN with a banner (no AUTH, so the device is online at once),
-opens streams for OPEN requests through a service resolver, acknowledges every host WRTE,
-and never answers a CLSE. Packets for unknown streams are ignored. A malformed packet
-closes that connection only; a failing service closes that stream only.
+It answers the host's CNXN with a banner (by default without AUTH, so the device is online
+at once; with a key ring it first sends AUTH tokens and goes online once the host signs one
+with a trusted key, or offers a key the ring accepts), opens streams for OPEN requests
+through a service resolver, acknowledges every host WRTE, and never answers a CLSE. Packets
+for unknown streams, and OPENs before authorization, are ignored. A malformed packet closes
+that connection only; a failing service closes that stream only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass
 from typing import Callable
 
+from device_farm.virtual.adb_auth import (
+    AUTH_RSAPUBLICKEY, AUTH_SIGNATURE, AUTH_TOKEN, TOKEN_SIZE, AdbPublicKey, BadAdbKey, KeyRing,
+)
 from device_farm.virtual.packets import (
     A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, HEADER, MAX_PAYLOAD,
     MalformedPacket, Packet, decode_header,
@@ -60,8 +66,12 @@ class AdbdConnection:
         resolve: ServiceResolver,
         name: str,
         on_open: OpenHook | None = None,
+        keyring: KeyRing | None = None,
     ) -> None:
         self._on_open = on_open
+        self._keyring = keyring
+        self._authorized = keyring is None
+        self._token = b""
         self._drops: dict[int, int] = {}
         self._reader = reader
         self._writer = writer
@@ -128,7 +138,14 @@ class AdbdConnection:
     async def _dispatch(self, packet: Packet) -> None:
         if packet.command == A_CNXN:
             self._max_payload = max(256, min(packet.arg1, MAX_PAYLOAD))
-            await self.send_packet(Packet(A_CNXN, A_VERSION, MAX_PAYLOAD, self._banner))
+            if self._authorized:
+                await self._online()
+            else:
+                await self._send_token()
+        elif packet.command == A_AUTH:
+            await self._auth(packet)
+        elif not self._authorized:
+            logger.debug("adbd %s: ignoring %s before authorization", self._name, packet.name)
         elif packet.command == A_OPEN:
             await self._open(packet)
         elif packet.command == A_WRTE:
@@ -145,10 +162,45 @@ class AdbdConnection:
             stream = self._streams.pop(packet.arg1, None)
             if stream is not None:
                 stream.on_remote_close()
-        elif packet.command == A_AUTH:
-            logger.debug("adbd %s: ignoring AUTH (this device does not ask for it)", self._name)
         else:
             logger.debug("adbd %s: ignoring %s", self._name, packet.name)
+
+    async def _online(self) -> None:
+        await self.send_packet(Packet(A_CNXN, A_VERSION, MAX_PAYLOAD, self._banner))
+
+    async def _send_token(self) -> None:
+        self._token = os.urandom(TOKEN_SIZE)
+        await self.send_packet(Packet(A_AUTH, AUTH_TOKEN, 0, self._token))
+
+    async def _auth(self, packet: Packet) -> None:
+        """The host's answer to a token: a signature, or its public key to be trusted."""
+        ring = self._keyring
+        if ring is None or self._authorized:
+            logger.debug("adbd %s: ignoring AUTH (not asked for)", self._name)
+            return
+        if packet.arg0 == AUTH_SIGNATURE and self._token:
+            key = ring.signed_by_trusted(self._token, packet.data)
+            if key is not None:
+                logger.info("adbd %s: host authorized by key %s", self._name, key.comment or "(no comment)")
+                self._authorized = True
+                await self._online()
+            else:
+                await self._send_token()  # the host tries its next key
+        elif packet.arg0 == AUTH_RSAPUBLICKEY:
+            try:
+                offered = AdbPublicKey.parse(packet.data.decode("ascii", "replace"))
+            except BadAdbKey as exc:
+                logger.warning("adbd %s: host offered an unusable key: %s", self._name, exc)
+                return
+            if ring.offer(offered):
+                logger.info("adbd %s: accepted new host key %s", self._name, offered.comment or "(no comment)")
+                self._authorized = True
+                await self._online()
+            else:
+                logger.info("adbd %s: refused unknown host key %s; the host stays unauthorized",
+                            self._name, offered.comment or "(no comment)")
+        else:
+            logger.debug("adbd %s: ignoring AUTH type %d", self._name, packet.arg0)
 
     async def _open(self, packet: Packet) -> None:
         service = packet.data.rstrip(b"\x00").decode("utf-8", "replace")
@@ -203,6 +255,8 @@ class AdbdServer:
         self._name = name
         self.on_open: OpenHook | None = None
         """Called for every service opened, in arrival order (the fault injector)."""
+        self.keyring: KeyRing | None = None
+        """With a key ring, hosts must authenticate (AUTH) before they see the device."""
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -231,7 +285,7 @@ class AdbdServer:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         conn = AdbdConnection(reader, writer, self.banner, self._resolve, f"{self._name}<-{peer}",
-                              self.on_open)
+                              self.on_open, self.keyring)
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)

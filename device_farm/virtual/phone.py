@@ -12,9 +12,10 @@ import asyncio
 import logging
 import threading
 from concurrent.futures import Future
-from typing import Callable, Coroutine, TypeVar
+from typing import Callable, Coroutine, Iterable, TypeVar
 
 from device_farm.errors import DeviceError
+from device_farm.virtual.adb_auth import AdbPublicKey, AuthPolicy, KeyRing, KeySource
 from device_farm.virtual.adbd import AdbdServer, make_banner
 from device_farm.virtual.apps import default_apps
 from device_farm.virtual.apps.base import App
@@ -41,10 +42,16 @@ class VirtualPhone:
     def __init__(self, port: int = 0, serial: str | None = None, host: str = "127.0.0.1",
                  model: str = "Pixel 7", product: str = "panther",
                  apps: list[Callable[[AndroidSystem], App]] | None = None,
-                 uiautomator_running: bool = True, faults: FaultSpec | None = None) -> None:
+                 uiautomator_running: bool = True, faults: FaultSpec | None = None,
+                 adb_keys: KeySource | Iterable[KeySource] | None = None,
+                 accept_new_keys: bool = False) -> None:
         """`uiautomator_running`: the uiautomator2 server is up from boot (else it starts
         only through `app_process`, as uiautomator2's client does on a fresh phone).
-        `faults`: a FaultPlan (or one fault, or their dict form) armed when the phone starts."""
+        `faults`: a FaultPlan (or one fault, or their dict form) armed when the phone starts.
+        `adb_keys`: host public keys this phone trusts (an `adbkey.pub`/`adb_keys` file, a
+        directory of them, key text, or a list); given, even empty, hosts must authenticate
+        (AUTH) before they see the device. `accept_new_keys`: also trust a host that offers an
+        unknown key, as if the user tapped "Always allow" (implies authentication)."""
         self.host = host
         self.port = port
         self._serial = serial
@@ -61,6 +68,9 @@ class VirtualPhone:
         self._faults = FaultInjector(self._current_system, U2_PORT)
         self._u2.before_request = self._faults.on_http
         self._plan = as_plan(faults) if faults is not None else None
+        self._adb_keys = adb_keys if adb_keys is not None or not accept_new_keys else ()
+        self._accept_new_keys = accept_new_keys
+        self._keyring: KeyRing | None = None
 
     @property
     def serial(self) -> str:
@@ -91,6 +101,11 @@ class VirtualPhone:
         router = ServiceRouter(self._current_system, default_commands())
         self._server = AdbdServer(b"", router.resolve, name=f"{self.host}:{self.port}")
         self._server.on_open = self._faults.on_open
+        if self._adb_keys is not None:
+            if self._keyring is None:  # files are read once; keys accepted later stay trusted
+                policy = AuthPolicy.from_sources(self._adb_keys, self._accept_new_keys)
+                self._keyring = KeyRing(policy)
+            self._server.keyring = self._keyring
         self.port = await self._server.start(self.host, self.port)
         self._boot_system()
         self._server.banner = make_banner(self._current_system().props)
@@ -202,6 +217,10 @@ class VirtualPhone:
             restore(self._current_system(), snap)
 
         self.call(do)
+
+    def trusted_keys(self) -> list[AdbPublicKey]:
+        """Host keys this phone trusts now (configured, then accepted); [] without AUTH."""
+        return list(self._keyring.keys) if self._keyring is not None else []
 
     def list_snapshots(self) -> list[str]:
         return sorted(self._snapshots)
