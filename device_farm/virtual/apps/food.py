@@ -91,7 +91,7 @@ class MainActivity(AccountActivity):
                       self.query, lambda t: setattr(self, "query", t)),
             text_view(Bounds(40, top + 180, w - 40, top + 260), "All Stores", dd.rid("section_title")),
             row_list(Bounds(0, top + 280, w, screen.bottom - 180), ROW, len(stores), row, dd.rid("recycler_view"),
-                     "No results", dd.rid("empty_state")),
+                     "No results", dd.rid("empty_state"), self.scroll),
             *dd.cart_button(screen),
         ]
 
@@ -122,7 +122,7 @@ class StoreActivity(MainActivity):
             text_view(Bounds(40, top + 20, w - 40, top + 150), str(store[0][0]), dd.rid("store_header_name")),
             text_view(Bounds(40, top + 160, w - 40, top + 230), f"{store[0][1]} min delivery", dd.rid("store_header_eta")),
             row_list(Bounds(0, top + 260, w, screen.bottom - 180), ROW, len(menu), row, dd.rid("menu_list"),
-                     "No items", dd.rid("empty_state")),
+                     "No items", dd.rid("empty_state"), self.scroll),
             *dd.cart_button(screen),
         ]
 

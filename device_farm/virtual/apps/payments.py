@@ -74,7 +74,7 @@ class HomeActivity(AccountActivity):
             button(Bounds(w // 2 + 20, top + 270, w - 40, top + 400), "Request", pp.rid("request_money_button")),
             text_view(Bounds(40, top + 430, w - 40, top + 510), "Recent activity", pp.rid("activity_header")),
             row_list(Bounds(0, top + 520, w, screen.bottom), ROW, len(history), row, pp.rid("activity_list"),
-                     "No recent activity", pp.rid("activity_empty")),
+                     "No recent activity", pp.rid("activity_empty"), self.scroll),
         ]
 
     @property

@@ -14,7 +14,9 @@ from __future__ import annotations
 from urllib.parse import parse_qs, unquote_plus, urlparse
 
 from device_farm.virtual.apps.base import Activity
-from device_farm.virtual.apps.storefront import ACCOUNT_TABLE, AccountActivity, AccountApp, money, row_list
+from device_farm.virtual.apps.storefront import (
+    ACCOUNT_TABLE, AccountActivity, AccountApp, ListScroll, money, row_list,
+)
 from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
 from device_farm.virtual.content import SqliteProvider, Table
 from device_farm.virtual.intents import ACTION_VIEW, Intent
@@ -91,11 +93,12 @@ class HomeActivity(AccountActivity):
             button(Bounds(w - 130, top + 20, w - 20, top + 160), str(shop.cart_count()), shop.rid("chrome_action_bar_cart_count"),
                    desc="Cart", on_click=lambda: shop.open(CART)),
             text_view(Bounds(40, top + 180, w - 40, top + 260), "Today's Deals", shop.rid("deals_title")),
-            product_list(shop, Bounds(0, top + 280, w, screen.bottom), products),
+            product_list(shop, Bounds(0, top + 280, w, screen.bottom), products, self.scroll),
         ]
 
 
-def product_list(shop: "Shopping", bounds: Bounds, products: list[tuple[object, ...]]) -> ViewNode:
+def product_list(shop: "Shopping", bounds: Bounds, products: list[tuple[object, ...]],
+                 scroll: ListScroll) -> ViewNode:
     def row(i: int, b: Bounds) -> ViewNode:
         asin, title, price, rating = products[i]
         return group(b, [
@@ -105,7 +108,8 @@ def product_list(shop: "Shopping", bounds: Bounds, products: list[tuple[object, 
                       shop.rid("item_rating")),
         ], shop.rid("search_result_item"), on_click=lambda: shop.open(DETAILS, asin=asin))
     return row_list(bounds, ROW, len(products), row, shop.rid("search_results_list"),
-                    "No results. Try checking your spelling or use more general terms", shop.rid("no_results"))
+                    "No results. Try checking your spelling or use more general terms", shop.rid("no_results"),
+                    scroll)
 
 
 class SearchActivity(AccountActivity):
@@ -118,7 +122,7 @@ class SearchActivity(AccountActivity):
             text_view(Bounds(40, top + 20, w - 40, top + 160), query, shop.rid("chrome_search_hint_view")),
             text_view(Bounds(40, top + 170, w - 40, top + 250), f"{len(products)} results for \"{query}\"",
                       shop.rid("results_count")),
-            product_list(shop, Bounds(0, top + 260, w, screen.bottom), products),
+            product_list(shop, Bounds(0, top + 260, w, screen.bottom), products, self.scroll),
         ]
 
 
@@ -165,7 +169,7 @@ class CartActivity(AccountActivity):
             views.append(button(Bounds(40, top + 160, w - 40, top + 300), "Proceed to checkout",
                                 shop.rid("sc-buy-box-ptc-button"), on_click=lambda: shop.open(CHECKOUT)))
         views.append(row_list(Bounds(0, top + 320, w, screen.bottom), ROW, len(lines), row, shop.rid("sc-active-cart"),
-                              "Your Amazon Cart is empty", shop.rid("sc-empty-cart")))
+                              "Your Amazon Cart is empty", shop.rid("sc-empty-cart"), self.scroll))
         return views
 
 

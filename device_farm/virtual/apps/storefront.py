@@ -1,5 +1,6 @@
 """What the commerce apps (shopping, food delivery, travel, payments) share: an account that
-must be signed in before anything else shows, and long lists that show the rows that fit.
+must be signed in before anything else shows, and long lists that show the rows that fit and
+scroll by rows under a vertical drag (swipe, uiautomator scroll), like the other apps' lists.
 
 Each such app keeps an `account` table in its provider (`_id, email, name`): a row there is the
 signed-in account, so a task signs in with one `content insert`; until then every activity shows
@@ -8,10 +9,11 @@ the app's sign-in screen (email, password, a "Sign in" button that signs in any 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, ClassVar
 
 from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
+from device_farm.virtual.apps.widgets import button, edit_text, group, scrolled, text_view
 from device_farm.virtual.content import SqliteProvider
 from device_farm.virtual.intents import Intent
 from device_farm.virtual.ui import Bounds, ViewNode
@@ -49,12 +51,33 @@ class AccountApp(App):
         self.system.start_activity(Intent(component=ComponentName(self.package, activity), extras=dict(extras)))
 
 
+@dataclass
+class ListScroll:
+    """Where an activity's one long list is scrolled to, and what it last laid out."""
+
+    first: int = 0
+    total: int = 0
+    row_height: int = 1
+    bounds: Bounds | None = None
+
+
 class AccountActivity(Activity):
     """Shows the sign-in screen until the app has an account, then `content(screen)`."""
 
     def __init__(self, app: App, name: str, intent: Intent) -> None:
         super().__init__(app, name, intent)
         self.login = {"email": "", "password": ""}
+        self.scroll = ListScroll()
+
+    def on_scroll(self, dy: int) -> bool:
+        scroll = self.scroll
+        if scroll.bounds is None:
+            self.system.window()  # lay the list out first, as a real view is before it gets input
+        if scroll.bounds is None or not self.store.signed_in():
+            return False
+        before = scroll.first
+        scroll.first = scrolled(scroll.first, dy, scroll.row_height, scroll.total, scroll.bounds)
+        return before != scroll.first
 
     @property
     def store(self) -> AccountApp:
@@ -97,13 +120,19 @@ class AccountActivity(Activity):
 
 
 def row_list(bounds: Bounds, row_height: int, count: int, make_row: Callable[[int, Bounds], ViewNode],
-             resource_id: str, empty: str, empty_id: str) -> ViewNode:
-    """A RecyclerView showing the rows that fit in ``bounds`` (scrollable when more exist)."""
+             resource_id: str, empty: str, empty_id: str, scroll: ListScroll | None = None) -> ViewNode:
+    """A RecyclerView showing the rows that fit in ``bounds`` (scrollable when more exist),
+    from the row ``scroll`` is at; ``make_row`` gets the row's index in the whole list."""
+    fit = max(1, (bounds.bottom - bounds.top) // row_height)
+    first = 0
+    if scroll is not None:
+        scroll.first = first = min(scroll.first, max(0, count - fit))
+        scroll.total, scroll.row_height, scroll.bounds = count, row_height, bounds
     if count == 0:
         return text_view(bounds, empty, empty_id)
-    fit = max(1, (bounds.bottom - bounds.top) // row_height)
-    rows = [make_row(i, Bounds(bounds.left, bounds.top + i * row_height, bounds.right, bounds.top + (i + 1) * row_height))
-            for i in range(min(count, fit))]
+    rows = [make_row(first + i, Bounds(bounds.left, bounds.top + i * row_height, bounds.right,
+                                       bounds.top + (i + 1) * row_height))
+            for i in range(min(count - first, fit))]
     return group(bounds, rows, resource_id, cls="androidx.recyclerview.widget.RecyclerView", scrollable=count > fit)
 
 

@@ -106,7 +106,7 @@ class ResultsActivity(AccountActivity):
             text_view(Bounds(40, top + 20, w - 40, top + 140), f"{city} · {checkin} – {checkout}", app.rid("search_box_summary")),
             text_view(Bounds(40, top + 150, w - 40, top + 230), f"{len(hotels)} properties", app.rid("sr_count")),
             row_list(Bounds(0, top + 240, w, screen.bottom), ROW, len(hotels) if n > 0 else 0, row, app.rid("results_list"),
-                     "No properties found. Check your destination and dates", app.rid("sr_empty")),
+                     "No properties found. Check your destination and dates", app.rid("sr_empty"), self.scroll),
         ]
 
 

@@ -185,3 +185,44 @@ def test_paypal_me_link_prefills_the_send_screen(virtual_phone):
     assert d(resourceId=f"{PAYPAL}:id/search_field").get_text() == "alexchen"
     assert d(resourceId=f"{PAYPAL}:id/amount_edit_text").get_text() == "15"
     assert adb.shell(f"content query --uri {PP}/balance --projection amount") == "Row: 0 amount=250.0"
+
+
+def test_each_commerce_list_scrolls_to_its_last_row_and_back(virtual_phone):
+    adb = virtual_phone.device
+    for uri in (SHOP, DD, BK, "content://com.paypal.android.p2pmobile.provider"):
+        adb.shell(f"content insert --uri {uri}/account --bind email:s:ada@example.com")
+    d = u2.connect(adb)
+    lisbon = "'https://www.booking.com/searchresults.html?ss=Lisbon&checkin=2026-12-10&checkout=2026-12-12'"
+    screens = (  # how to open the list, a row id, its first and last rows
+        (f"monkey -p {AMAZON} -c android.intent.category.LAUNCHER 1", f"{AMAZON}:id/item_title",
+         "Echo Dot (3rd Gen) Smart speaker with Alexa", "Yoga Mat 1/4 inch Extra Thick"),
+        (f"monkey -p {DOORDASH} -c android.intent.category.LAUNCHER 1", f"{DOORDASH}:id/store_name",
+         "Thai Basil", "Poke Bar"),
+        (f"am start -a android.intent.action.VIEW -d {lisbon}", f"{BOOKING}:id/sr_hotel_name",
+         "Memmo Alfama", "Ibis Lisboa Saldanha"),
+        ("monkey -p com.paypal.android.p2pmobile -c android.intent.category.LAUNCHER 1",
+         "com.paypal.android.p2pmobile:id/activity_item_subtitle", "2026-11-26 · Dinner", "2026-11-01 · Premium"),
+    )
+    for open_it, rid, first, last in screens:
+        adb.shell(open_it)
+        assert d(resourceId=rid)[0].get_text() == first, rid
+        assert not d(text=last).exists, rid
+        for _ in range(4):
+            d.swipe(540, 1900, 540, 700, 0.2)
+        assert d(text=last).exists and not d(text=first).exists, rid
+        assert d(resourceId=rid)[-1].get_text() == last, rid  # stops at the end
+        for _ in range(4):
+            d.swipe(540, 700, 540, 2000, 0.2)
+        assert d(resourceId=rid)[0].get_text() == first, rid
+        adb.shell("input keyevent HOME")
+
+
+def test_a_scrolled_row_opens_its_own_page(virtual_phone):
+    adb = virtual_phone.device
+    adb.shell(f"content insert --uri {SHOP}/account --bind email:s:ada@example.com")
+    d = u2.connect(adb)
+    d.app_start(AMAZON)
+    for _ in range(4):
+        d.swipe(540, 1900, 540, 700, 0.2)
+    d(text="Cuisinart Coffee Maker 12-Cup").click()
+    assert d(resourceId=f"{AMAZON}:id/priceblock_ourprice").get_text() == "$79.95"
