@@ -7,9 +7,9 @@ the state, then lets another planner (or harness release) take over from step ``
 verifies the result, so the two verdicts can be compared.
 
 Calls whose answer came from outside the phone (``ask_user``, memory tools, ``delegate``) are
-not re-run: the phone is what replay checks. Re-planning offers the tools a fresh episode
-with the same goal has on that phone (default tools, the chosen skills' composites,
-``screenshot``), not the user, memory or sub-agent tools.
+not re-run: the phone is what replay checks. Re-planning offers the tools the episode
+was offered (its recorded list) that run on that phone — app and GUI tools, the chosen skills'
+composites, ``screenshot`` — not the user, memory or sub-agent tools.
 """
 
 from __future__ import annotations
@@ -71,12 +71,17 @@ def _compare(index: int, recorded: Feedback, replayed: Feedback) -> Divergence |
 
 
 def _prepare(trajectory: Trajectory, task: TaskSpec | None, device: Device) -> tuple[ToolSet, ToolContext, str]:
-    """Seed, go home, and offer the tools the episode had: the default ones, the composites of
-    the skills chosen for its goal, and the screenshot tool."""
+    """Seed, go home, and offer the tools the episode had: those recorded with it (the device's
+    and goal's choice then, the chosen skills' composites, the screenshot tool) that this phone
+    can run; a trajectory recorded without its tool list gets every tool usable here."""
     if task is not None:
         seed(task, device)
     device.press("home")
-    return toolset_for(trajectory.goal, device, extra=[Screenshot()])
+    tools, ctx, skills_text = toolset_for(trajectory.goal, device, extra=[Screenshot()], narrow=False)
+    recorded = {t.name for t in trajectory.tools}
+    if recorded:
+        tools = ToolSet(tools[n] for n in tools.names() if n in recorded)
+    return tools, ctx, skills_text
 
 
 def _rerun(steps: tuple[Step, ...], tools: ToolSet, ctx: ToolContext, stop_at_divergence: bool) -> tuple[int, Divergence | None]:

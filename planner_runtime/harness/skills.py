@@ -10,7 +10,6 @@ the system prompt within a character budget; the composites of the chosen skills
 from __future__ import annotations
 
 import functools
-import math
 import os
 import re
 from pathlib import Path
@@ -20,11 +19,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner_runtime.errors import ConfigError
+from planner_runtime.harness.relevance import scores
 
 ENV_DIR = "PLANNER_AGENT_SKILLS_DIR"
-_WORD = re.compile(r"[a-z0-9]+")
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
-_STOP = frozenset("a an the to of for on in my me i and or is it at by with from this that be".split())
 
 
 class ElementRef(BaseModel):
@@ -136,19 +134,10 @@ def check_skill(skill: Skill, tool_names: Iterable[str]) -> list[str]:
     return problems
 
 
-def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
 def rank(skills: Sequence[Skill], goal: str) -> list[tuple[float, Skill]]:
-    """Skills by relevance to ``goal``: word overlap weighted by rarity across the skills."""
-    docs = [set(_words(f"{s.name} {s.description} {s.when_to_use} {' '.join(s.apps)}")) for s in skills]
-    goal_words = set(_words(goal))
-    scores = []
-    for skill, doc in zip(skills, docs):
-        score = sum(math.log(1 + len(docs) / (1 + sum(w in d for d in docs))) for w in goal_words & doc)
-        scores.append((score, skill))
-    return sorted(scores, key=lambda pair: -pair[0])
+    """Skills by relevance to ``goal``: stemmed word overlap weighted by rarity across the skills."""
+    docs = [f"{s.name.replace('-', ' ')} {s.description} {s.when_to_use} {' '.join(s.apps)}" for s in skills]
+    return sorted(zip(scores(docs, goal), skills), key=lambda pair: -pair[0])
 
 
 def select(

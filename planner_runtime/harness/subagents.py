@@ -2,8 +2,8 @@
 
 The child works on the same device with the same planner and the same safety gate, but in its
 own context: fresh messages holding only its goal (and the skills chosen for that goal), a
-subset of the parent's tools (``finish`` always included, ``delegate`` never — sub-agents go one
-level deep), and a step budget. Its trajectory is stored on its own with a ``parent`` link, so
+subset of the parent's tools, or when it names none, the tools its own goal needs (``finish``
+always included, ``delegate`` never — sub-agents go one level deep), and a step budget. Its trajectory is stored on its own with a ``parent`` link, so
 it can be reviewed, replayed and trained on like any other, and ``planner-agent show`` nests its
 steps under the delegate step. The child's answer, status and step count come back as the
 delegate call's feedback, with the screen it left behind.
@@ -18,10 +18,9 @@ from pydantic import Field
 
 from device_farm.errors import DeviceOffline
 from planner_runtime.contract import DeviceRef, ErrorCode, Source, Step, TrajectoryStatus
-from planner_runtime.harness.apps import APPS
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
-from planner_runtime.harness.toolbox import with_skills
+from planner_runtime.harness.toolbox import default_toolset, for_goal, installed_apps, usable, with_skills
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult, ToolSet
 from planner_runtime.planners import Planner, Sampling
 from planner_runtime.trajectories import TrajectoryStore
@@ -51,7 +50,7 @@ class Lineage:
 
 class DelegateArgs(ToolArgs):
     goal: str = Field(min_length=1, max_length=500, description="The sub-task, complete in itself: the sub-agent sees nothing else")
-    tools: list[str] = Field(default_factory=list, description="Names of your tools it may use (finish is always added); empty: all of them")
+    tools: list[str] = Field(default_factory=list, description="Names of your tools it may use (finish is always added); empty: the ones its goal needs")
     budget: int = Field(default=6, ge=1, le=MAX_BUDGET, description="The most steps it may take")
 
 
@@ -66,25 +65,32 @@ class Delegate(Tool):
     def __init__(self, pool: ToolSet, lineage: Lineage) -> None:
         self.pool, self.lineage = pool, lineage
 
-    def _subset(self, names: list[str]) -> ToolSet:
+    def _subset(self, ctx: ToolContext, names: list[str], goal: str) -> ToolSet:
+        """The named tools of the parent's; none named: the tools the sub-goal needs, drawn from
+        the parent's and the installed apps' (the parent was offered only its own goal's)."""
         if self.name in names:
             raise ToolFailure(ErrorCode.invalid_arguments, "a sub-agent cannot delegate further; leave delegate out of tools")
         offered = [n for n in self.pool.names() if n != self.name]
         unknown = [n for n in names if n not in offered]
         if unknown:
             raise ToolFailure(ErrorCode.invalid_arguments, f"no tool named {', '.join(map(repr, unknown))}; yours: {', '.join(offered)}")
-        chosen = [n for n in offered if n in names or not names]  # keep the parent's order
-        return ToolSet([self.pool[n] for n in chosen if n != "finish"] + ([self.pool["finish"]] if "finish" in self.pool else []))
+        if names:
+            tools = [self.pool[n] for n in offered if n in names]  # keep the parent's order
+        else:
+            installed = usable(default_toolset(), installed_apps(ctx.installed()))
+            merged = ToolSet([self.pool[n] for n in offered] + [installed[n] for n in installed.names() if n not in self.pool])
+            tools = [merged[n] for n in for_goal(merged, goal).names()]
+        finish = [self.pool["finish"]] if "finish" in self.pool else []
+        return ToolSet([t for t in tools if t.name != "finish"] + finish)
 
     def _system_prompt(self, ctx: ToolContext, goal: str, tools: ToolSet) -> str:
-        installed = ctx.installed()
-        apps = [a.name for a in APPS if any(p in installed for p in a.packages)]
+        apps = installed_apps(ctx.installed())
         pool = load_skills() if self.lineage.skills is None else list(self.lineage.skills)
         chosen = select(pool, goal, tools=tools.names(), apps=apps)
         return "\n\n".join(part for part in (SYSTEM_PROMPT, SUBAGENT_PROMPT, skills_prompt(chosen)) if part)
 
     def run(self, ctx: ToolContext, args: DelegateArgs) -> ToolResult:
-        tools = self._subset(args.tools)
+        tools = self._subset(ctx, args.tools, args.goal)
         lin = self.lineage
         child_ctx = ToolContext(device=ctx.device, gate=ctx.gate, screen_chars=ctx.screen_chars)
         limits = EpisodeLimits(

@@ -1,11 +1,19 @@
-"""The tools of an episode: the default list, plus the composites of the skills chosen for it."""
+"""The tools of an episode, chosen per device and per goal, plus the composites of its skills.
+
+Every prompt carrying every tool would cost a small planner thousands of tokens a step and
+offer tools for apps the phone does not have. So an episode gets the general tools (screen,
+keys, finish, user, memory), the app tools of installed apps that the goal bears on (ranked
+lexically over each app's name, aliases and tool descriptions), and whatever its chosen skills
+use; a goal naming no app keeps them all.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from device_farm import Device
-from planner_runtime.harness.apps import APPS
+from planner_runtime.harness.apps import APPS, find_app
+from planner_runtime.harness.relevance import scores
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
@@ -25,6 +33,8 @@ from planner_runtime.harness.tools.shopping import BuyProduct, SearchProducts
 from planner_runtime.harness.tools.food import FindRestaurants, OrderFood
 from planner_runtime.harness.tools.travel import BookHotel, SearchHotels
 from planner_runtime.harness.tools.payments import PaymentActivity, SendMoney
+
+MAX_APPS = 4  # app domains offered to one goal
 
 
 def default_toolset() -> ToolSet:
@@ -49,14 +59,70 @@ def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) 
     return ToolSet(tools + ([base["finish"]] if "finish" in base else []))
 
 
+def installed_apps(installed: set[str]) -> list[str]:
+    """The catalogue names of the apps among ``installed`` packages."""
+    return [a.name for a in APPS if any(p in installed for p in a.packages)]
+
+
+def usable(tools: ToolSet, apps: Sequence[str]) -> ToolSet:
+    """The tools that work on a phone with ``apps``: general ones and those of installed apps."""
+    present = set(apps)
+    return ToolSet(tools[n] for n in tools.names() if tools[n].app is None or not tools[n].needs_app or tools[n].app in present)
+
+
+def _app_doc(app: str, tools: list[Tool]) -> list[tuple[str, float]]:
+    """What an app is known by: its names and tool names weigh more than the tools' descriptions."""
+    entry = find_app(app)
+    names = " ".join([app, *(entry.aliases if entry else ()), entry.topics if entry else "", *(t.name.replace("_", " ") for t in tools)])
+    return [(names, 3.0), (" ".join(t.description for t in tools), 1.0)]
+
+
+def relevant_apps(tools: ToolSet, goal: str, *, max_apps: int = MAX_APPS) -> list[str]:
+    """The apps of ``tools`` that ``goal`` bears on, best first: those scoring at least a third
+    of the best match, at most ``max_apps``. Empty when the goal names none of them."""
+    by_app: dict[str, list[Tool]] = {}
+    for name in tools.names():
+        if tools[name].app is not None:
+            by_app.setdefault(tools[name].app, []).append(tools[name])
+    apps = list(by_app)
+    ranked = sorted(zip(scores([_app_doc(a, by_app[a]) for a in apps], goal), apps), key=lambda pair: -pair[0])
+    if not ranked or ranked[0][0] <= 0:
+        return []
+    floor = ranked[0][0] / 3
+    return [app for score, app in ranked[:max_apps] if score > 0 and score >= floor]
+
+
+def for_goal(tools: ToolSet, goal: str, *, keep: Iterable[str] = (), max_apps: int = MAX_APPS) -> ToolSet:
+    """``tools`` narrowed to what ``goal`` needs: every general tool (GUI, finish, user, memory),
+    the app tools of the apps the goal bears on, and the tools named in ``keep`` (those the
+    chosen skills use). A goal that bears on no app keeps every app tool: nothing says which
+    to drop. Order is kept, so the same goal on the same phone always gets the same prompt."""
+    apps = set(relevant_apps(tools, goal, max_apps=max_apps))
+    if not apps:
+        return tools
+    wanted = set(keep)
+    return ToolSet(tools[n] for n in tools.names() if tools[n].app is None or tools[n].app in apps or n in wanted)
+
+
 def toolset_for(
-    goal: str, device: Device, skills: list[Skill] | None = None, gate: SafetyGate | None = None, extra: Sequence[Tool] = ()
+    goal: str,
+    device: Device,
+    skills: list[Skill] | None = None,
+    gate: SafetyGate | None = None,
+    extra: Sequence[Tool] = (),
+    *,
+    narrow: bool = True,
 ) -> tuple[ToolSet, ToolContext, str]:
-    """Tools, a tool context and the skills prompt for ``goal`` on ``device``: skills are chosen
-    by relevance among those whose tools are offered and whose apps are installed. Without a
+    """Tools, a tool context and the skills prompt for ``goal`` on ``device``.
+
+    The tools are chosen per device (app tools only for installed apps) and, with ``narrow``,
+    per goal (:func:`for_goal`); skills are chosen by relevance among those whose tools are
+    usable and whose apps are installed, and their composites and tools are offered. Without a
     ``gate``, sensitive actions are denied."""
-    base, ctx = default_toolset(), ToolContext(device=device, gate=gate or SafetyGate())
-    installed = ctx.installed()
-    apps = [a.name for a in APPS if any(p in installed for p in a.packages)]
-    chosen = select(load_skills() if skills is None else skills, goal, tools=base.names(), apps=apps)
-    return with_skills(base, chosen, extra), ctx, skills_prompt(chosen)
+    ctx = ToolContext(device=device, gate=gate or SafetyGate())
+    apps = installed_apps(ctx.installed())
+    pool = usable(default_toolset(), apps)
+    chosen = select(load_skills() if skills is None else skills, goal, tools=pool.names(), apps=apps)
+    if narrow:
+        pool = for_goal(pool, goal, keep={t for s in chosen for t in s.referenced_tools()})
+    return with_skills(pool, chosen, extra), ctx, skills_prompt(chosen)

@@ -113,6 +113,11 @@ class Tool:
     Args: ClassVar[type[ToolArgs]] = NoArgs
     terminal: ClassVar[bool] = False  # ends the episode when it succeeds
     sensitive: ClassVar[Sensitivity | None] = None  # runs only past the safety gate
+    # The catalogue app (harness.apps) the tool works through: offered only where it is
+    # installed, and chosen with that app's other tools when the goal bears on it. None: a
+    # tool for any screen or app (GUI, finish), always offered.
+    app: ClassVar[str | None] = None
+    needs_app: ClassVar[bool] = True  # False: grouped with ``app`` but works without it installed
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=_parameters(self.Args))

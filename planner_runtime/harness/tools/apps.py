@@ -41,6 +41,7 @@ class SetAlarmArgs(ToolArgs):
 
 class SetAlarm(Tool):
     name = "set_alarm"
+    app = "Clock"
     description = "Create an alarm in the Clock app at the given time (24-hour clock)."
     Args = SetAlarmArgs
 
@@ -70,6 +71,7 @@ def _is_save_button(e: Element) -> bool:
 
 class AddContact(Tool):
     name = "add_contact"
+    app = "Contacts"
     description = "Save a new contact with a name and optionally a phone number and email."
     Args = AddContactArgs
 
@@ -103,6 +105,7 @@ def _sql_text(value: str) -> str:
 
 class DeleteContact(Tool):
     name = "delete_contact"
+    app = "Contacts"
     description = "Delete a saved contact by name (asks the user first)."
     Args = DeleteContactArgs
     sensitive = Sensitivity.delete

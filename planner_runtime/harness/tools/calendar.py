@@ -57,6 +57,7 @@ class CreateEventArgs(ToolArgs):
 
 class CreateEvent(Tool):
     name = "create_event"
+    app = "Calendar"
     description = "Add an event to the Calendar app with a title, start and end time (and optionally a place)."
     Args = CreateEventArgs
 
@@ -88,6 +89,7 @@ class ListEventsArgs(ToolArgs):
 
 class ListEvents(Tool):
     name = "list_events"
+    app = "Calendar"
     description = "List the Calendar's events on one day: title, start, end, place."
     Args = ListEventsArgs
 

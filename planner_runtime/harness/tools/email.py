@@ -45,6 +45,7 @@ class SendEmailArgs(ToolArgs):
 
 class SendEmail(Tool):
     name = "send_email"
+    app = "Gmail"
     description = "Send an email with a subject and text (asks the user first)."
     Args = SendEmailArgs
     sensitive = Sensitivity.send

@@ -39,6 +39,8 @@ class ListFilesArgs(ToolArgs):
 
 class ListFiles(Tool):
     name = "list_files"
+    app = "Files"
+    needs_app = False  # works over the shell without a file manager
     description = "List the files and folders in a folder of the phone's storage, with sizes and dates."
     Args = ListFilesArgs
 
@@ -62,6 +64,8 @@ class ReadTextFileArgs(ToolArgs):
 
 class ReadTextFile(Tool):
     name = "read_text_file"
+    app = "Files"
+    needs_app = False  # works over the shell without a file manager
     description = "Read a text file from the phone's storage (first 4,000 characters)."
     Args = ReadTextFileArgs
 
@@ -79,6 +83,8 @@ class DeleteFileArgs(ToolArgs):
 
 class DeleteFile(Tool):
     name = "delete_file"
+    app = "Files"
+    needs_app = False  # works over the shell without a file manager
     description = "Delete one file from the phone's storage for good (asks the user first)."
     Args = DeleteFileArgs
     sensitive = Sensitivity.delete

@@ -33,6 +33,7 @@ class FindRestaurantsArgs(ToolArgs):
 
 class FindRestaurants(Tool):
     name = "find_restaurants"
+    app = "Food delivery"
     description = "Search DoorDash for restaurants by name or cuisine; returns name and details (cuisine, rating, minutes, delivery fee)."
     Args = FindRestaurantsArgs
 
@@ -49,6 +50,7 @@ class OrderFoodArgs(ToolArgs):
 
 class OrderFood(Tool):
     name = "order_food"
+    app = "Food delivery"
     description = "Order dishes from one restaurant on DoorDash for delivery and pay for them (Place Order)."
     Args = OrderFoodArgs
     sensitive = Sensitivity.purchase

@@ -52,6 +52,7 @@ class SearchPlaceArgs(ToolArgs):
 
 class SearchPlace(Tool):
     name = "search_place"
+    app = "Maps"
     description = "Look a place up in Maps; returns its name and address."
     Args = SearchPlaceArgs
 
@@ -67,6 +68,7 @@ class NavigateToArgs(ToolArgs):
 
 class NavigateTo(Tool):
     name = "navigate_to"
+    app = "Maps"
     description = "Start turn-by-turn navigation in Maps to a destination (driving, walking or bicycling)."
     Args = NavigateToArgs
 
@@ -82,6 +84,7 @@ class SavePlaceArgs(ToolArgs):
 
 class SavePlace(Tool):
     name = "save_place"
+    app = "Maps"
     description = "Save a place to your saved places in Maps."
     Args = SavePlaceArgs
 
@@ -98,6 +101,7 @@ class SavePlace(Tool):
 
 class SavedPlaces(Tool):
     name = "saved_places"
+    app = "Maps"
     description = "List the places saved in Maps (name, address, list)."
 
     def run(self, ctx: ToolContext, args: object) -> ToolResult:

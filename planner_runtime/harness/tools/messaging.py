@@ -49,6 +49,7 @@ class SendMessageArgs(ToolArgs):
 
 class SendMessage(Tool):
     name = "send_message"
+    app = "Messages"
     description = "Send a text message (SMS) to a phone number or a saved contact (asks the user first)."
     Args = SendMessageArgs
     sensitive = Sensitivity.send
@@ -77,6 +78,7 @@ class ReadMessagesArgs(ToolArgs):
 
 class ReadMessages(Tool):
     name = "read_messages"
+    app = "Messages"
     description = "Read the newest received text messages (sender, text), newest first."
     Args = ReadMessagesArgs
 

@@ -40,6 +40,7 @@ class PlayMusicArgs(ToolArgs):
 
 class PlayMusic(Tool):
     name = "play_music"
+    app = "YouTube Music"
     description = "Play a song, artist or playlist in the music app."
     Args = PlayMusicArgs
 
@@ -61,6 +62,7 @@ class PlayMusic(Tool):
 
 class PauseMusic(Tool):
     name = "pause_music"
+    app = "YouTube Music"
     description = "Pause the music that is playing."
 
     def run(self, ctx: ToolContext, args: object) -> ToolResult:
@@ -82,6 +84,7 @@ class PauseMusic(Tool):
 
 class NowPlaying(Tool):
     name = "now_playing"
+    app = "YouTube Music"
     description = "What the music app is playing now (title, artist, playlist) and whether it is paused."
 
     def run(self, ctx: ToolContext, args: object) -> ToolResult:

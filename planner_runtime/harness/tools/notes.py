@@ -36,6 +36,7 @@ class CreateNoteArgs(ToolArgs):
 
 class CreateNote(Tool):
     name = "create_note"
+    app = "Keep Notes"
     description = "Create a note in Keep Notes with a title and text."
     Args = CreateNoteArgs
 
@@ -59,6 +60,7 @@ class SearchNotesArgs(ToolArgs):
 
 class SearchNotes(Tool):
     name = "search_notes"
+    app = "Keep Notes"
     description = "Find notes in Keep Notes whose title or text contains the words; returns their titles and text."
     Args = SearchNotesArgs
 
@@ -75,6 +77,7 @@ class DeleteNoteArgs(ToolArgs):
 
 class DeleteNote(Tool):
     name = "delete_note"
+    app = "Keep Notes"
     description = "Move a Keep note to the trash by its title (asks the user first)."
     Args = DeleteNoteArgs
     sensitive = Sensitivity.delete

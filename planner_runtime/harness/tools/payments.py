@@ -27,6 +27,7 @@ def _home(ctx: ToolContext) -> Screen:
 
 class PaymentActivity(Tool):
     name = "payment_activity"
+    app = "Payments"
     description = "Read the PayPal balance and the recent activity (who, date, note, amount: negative = sent, positive = received)."
 
     def run(self, ctx: ToolContext, args: ToolArgs) -> ToolResult:
@@ -45,6 +46,7 @@ class SendMoneyArgs(ToolArgs):
 
 class SendMoney(Tool):
     name = "send_money"
+    app = "Payments"
     description = "Send money from the user's PayPal balance to a person (Send, then Send Now)."
     Args = SendMoneyArgs
     sensitive = Sensitivity.pay

@@ -31,6 +31,7 @@ class CallArgs(ToolArgs):
 
 class Call(Tool):
     name = "call"
+    app = "Phone"
     description = "Place a phone call to a number or a saved contact (asks the user first)."
     Args = CallArgs
     sensitive = Sensitivity.call
@@ -53,6 +54,7 @@ class RecentCallsArgs(ToolArgs):
 
 class RecentCalls(Tool):
     name = "recent_calls"
+    app = "Phone"
     description = "Read the call log, newest first: number, saved name, and whether incoming, outgoing or missed."
     Args = RecentCallsArgs
 

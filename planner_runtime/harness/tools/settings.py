@@ -85,6 +85,7 @@ class ToggleSettingArgs(ToolArgs):
 
 class ToggleSetting(Tool):
     name = "toggle_setting"
+    app = "Settings"
     description = "Turn Wi-Fi, mobile data, airplane mode, Bluetooth, Do Not Disturb or dark theme on or off in Settings."
     Args = ToggleSettingArgs
 
@@ -98,6 +99,7 @@ class SetLocationArgs(ToolArgs):
 
 class SetLocation(Tool):
     name = "set_location"
+    app = "Settings"
     description = "Turn the phone's location on or off (a privacy setting: asks the user first)."
     Args = SetLocationArgs
     sensitive = Sensitivity.security
@@ -112,6 +114,7 @@ class SetScreenLockArgs(ToolArgs):
 
 class SetScreenLock(Tool):
     name = "set_screen_lock"
+    app = "Settings"
     description = "Turn the screen lock (PIN) on or off (a security setting: asks the user first)."
     Args = SetScreenLockArgs
     sensitive = Sensitivity.security
@@ -126,6 +129,7 @@ class SetBrightnessArgs(ToolArgs):
 
 class SetBrightness(Tool):
     name = "set_brightness"
+    app = "Settings"
     description = "Set the screen brightness (percent); turns adaptive brightness off so the level stays."
     Args = SetBrightnessArgs
 
@@ -154,6 +158,7 @@ class SetAppPermissionArgs(ToolArgs):
 
 class SetAppPermission(Tool):
     name = "set_app_permission"
+    app = "Settings"
     description = "Allow or deny an app a runtime permission such as camera or location (asks the user first)."
     Args = SetAppPermissionArgs
     sensitive = Sensitivity.security

@@ -33,6 +33,7 @@ class SearchProductsArgs(ToolArgs):
 
 class SearchProducts(Tool):
     name = "search_products"
+    app = "Shopping"
     description = "Search Amazon Shopping and return the results shown first (title and price in dollars)."
     Args = SearchProductsArgs
 
@@ -49,6 +50,7 @@ class BuyProductArgs(ToolArgs):
 
 class BuyProduct(Tool):
     name = "buy_product"
+    app = "Shopping"
     description = "Buy one unit of a product on Amazon Shopping now (Buy Now, then Place your order). Spends the user's money."
     Args = BuyProductArgs
     sensitive = Sensitivity.purchase

@@ -46,6 +46,7 @@ def _results(ctx: ToolContext, args: StayArgs) -> Screen:
 
 class SearchHotels(Tool):
     name = "search_hotels"
+    app = "Travel"
     description = "Search Booking.com for places to stay in a city for given dates; returns name, review score (of 10) and the price of the whole stay in USD."
     Args = StayArgs
 
@@ -62,6 +63,7 @@ class BookHotelArgs(StayArgs):
 
 class BookHotel(Tool):
     name = "book_hotel"
+    app = "Travel"
     description = "Book and pay for a stay at one property on Booking.com for the given dates (Reserve, then Complete booking)."
     Args = BookHotelArgs
     sensitive = Sensitivity.purchase

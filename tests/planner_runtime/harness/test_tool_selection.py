@@ -1,0 +1,109 @@
+"""The tool list is chosen per device (app tools only for installed apps) and per goal (the app
+tools of the apps the goal bears on), so a prompt carries a fraction of the ~45 tools."""
+
+from __future__ import annotations
+
+from device_farm.adb import AdbDevice
+from device_farm.virtual.apps import default_apps
+from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
+from planner_runtime.harness.apps import APPS
+from planner_runtime.harness.relevance import scores, terms
+from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, toolset_for, usable
+from planner_runtime.planners.scripted import ScriptedPlanner
+from planner_runtime.planners.toolcalls import render_tools
+from planner_runtime.runner import run_goal
+
+GUI = {"open_app", "read_screen", "tap", "long_press", "type_text", "scroll", "swipe", "back", "home", "wait", "finish"}
+ALL_APPS = [a.name for a in APPS]
+
+
+def test_stemming_lets_word_forms_meet_and_rare_words_weigh_more():
+    assert terms("Texting my booked hotels") == terms("text book hotel")
+    alarm, rare = scores(["set an alarm", "alarm clock timer"], "alarm timer")
+    assert rare > alarm > 0
+    assert scores(["send email"], "play a song") == [0.0]
+    # a word in a heavier field counts more
+    named, described = scores([[("music", 3.0)], [("music", 1.0)]], "music")
+    assert named == 3 * described
+
+
+def test_goal_gets_its_apps_tools_and_every_general_tool():
+    tools = for_goal(default_toolset(), "Set an alarm for 7:30")
+    names = set(tools.names())
+    assert GUI <= names and "set_alarm" in names
+    assert not names & {"buy_product", "send_money", "book_hotel", "play_music", "send_email"}
+    assert relevant_apps(default_toolset(), "Order a Pad Thai from Thai Basil on DoorDash")[0] == "Food delivery"
+    assert "Messages" in relevant_apps(default_toolset(), "Text my partner that I'm running late")
+    assert relevant_apps(default_toolset(), "Get two pizzas delivered from Luigi's")[0] == "Food delivery"
+
+
+def test_the_prompt_shrinks_to_a_fraction():
+    every = len(render_tools(default_toolset().specs()))
+    for goal in ("Set an alarm for 7:30", "Call Grace Hopper", "Book Hotel Britania in Lisbon on Booking.com"):
+        assert len(render_tools(for_goal(default_toolset(), goal).specs())) < every / 2, goal
+
+
+def test_a_goal_that_names_no_app_keeps_every_app_tool():
+    assert for_goal(default_toolset(), "Hmm, do the thing").names() == default_toolset().names()
+
+
+def test_selection_is_stable_and_keeps_the_default_order():
+    a = for_goal(default_toolset(), "Send Maria Garcia $20 on PayPal").names()
+    assert a == for_goal(default_toolset(), "Send Maria Garcia $20 on PayPal").names()
+    order = default_toolset().names()
+    assert a == sorted(a, key=order.index)
+
+
+def test_keep_brings_tools_the_chosen_skills_use():
+    tools = for_goal(default_toolset(), "Set an alarm for 7:30", keep={"read_messages"})
+    assert "read_messages" in tools and "send_message" not in tools
+
+
+def test_app_tools_of_missing_apps_are_not_offered():
+    apps = [a for a in ALL_APPS if a not in ("YouTube Music", "Files")]
+    names = set(usable(default_toolset(), apps).names())
+    assert "play_music" not in names and "now_playing" not in names
+    assert "list_files" in names  # file tools work over the shell without a file manager
+    assert "set_alarm" in names and GUI <= names
+
+
+def test_a_phone_without_the_music_app_gets_no_music_tools(phone_factory):
+    handle = phone_factory(apps=[f for f in default_apps() if f.__name__ not in ("Music", "PayPal")])
+    device = AdbDevice(handle.serial, adb_host=handle.adb.host, adb_port=handle.adb.port)
+    device.connect()
+    try:
+        tools, ctx, _ = toolset_for("Play Blinding Lights, then pay Sam on PayPal", device)
+        names = set(tools.names())
+        assert not names & {"play_music", "pause_music", "now_playing", "send_money", "payment_activity"}
+        assert GUI <= names
+        fb = tools.execute(ToolCall(name="play_music", arguments={"query": "Blinding Lights"}), ctx)
+        assert fb.status is FeedbackStatus.error and fb.error.code is ErrorCode.unknown_tool
+    finally:
+        device.close()
+
+
+def test_episode_records_the_narrowed_tools(device, device_ref, store):
+    script = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "set"}}]
+    traj = run_goal("Set an alarm for 7:30", device=device, device_ref=device_ref, source=Source.sandbox,
+                    planner=ScriptedPlanner(script), store=store)
+    offered = {t.name for t in traj.tools}
+    assert "set_alarm" in offered and "buy_product" not in offered
+    assert {"ask_user", "screenshot", "delegate"} <= offered
+    assert traj.steps[0].feedback.status is FeedbackStatus.ok
+
+
+def test_delegate_without_tool_names_gets_the_tools_of_its_own_goal(device, device_ref, store):
+    script = [
+        {"name": "delegate", "arguments": {"goal": "Set an alarm for 6:00", "tools": [], "budget": 2}},
+        {"name": "set_alarm", "arguments": {"hour": 6, "minutes": 0}},  # the child's turn
+        {"name": "finish", "arguments": {"answer": "alarm set"}},
+        {"name": "finish", "arguments": {"answer": "done"}},  # the parent's
+    ]
+    # the parent's goal bears on Maps only, so it was not offered set_alarm itself
+    traj = run_goal("Take me home in Maps, but first let a helper do the rest", device=device, device_ref=device_ref,
+                    source=Source.sandbox, planner=ScriptedPlanner(script), store=store)
+    assert "set_alarm" not in {t.name for t in traj.tools}
+    fb = traj.steps[0].feedback
+    assert fb.status is FeedbackStatus.ok and fb.result["status"] == "finished", fb
+    child = store.get(fb.result["trajectory"])
+    assert "set_alarm" in {t.name for t in child.tools} and child.steps[0].feedback.status is FeedbackStatus.ok
