@@ -8,7 +8,9 @@ uiautomator2; (4) whole-phone snapshot save and restore on a phone holding some 
 (5) scale: request throughput of 16 phones against one (shell echo through the lean
 `AdbHost` client, and dumpWindowHierarchy over kept-alive streams, one client thread per
 phone), with the phones in one process and spread over worker processes, and the memory
-each idle phone adds (RSS growth over 16 phones, measured in a fresh process).
+each idle phone adds (RSS growth over 16 phones, measured in a fresh process); (6) `adb
+connect` until the phone is online, without AUTH and with AUTH against the server's own key,
+side by side, and pushing 1 MB with `adb push` (sync) next to `adb exec-in 'cat > f'`.
 
     python benchmarks/bench_virtual_phone.py --iterations 200
     python benchmarks/bench_virtual_phone.py --scale-only --seconds 3
@@ -24,10 +26,14 @@ import multiprocessing
 import os
 import socket
 import statistics
+import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
+import adbutils
 import uiautomator2 as u2
 
 from device_farm.adbhost import AdbHost
@@ -228,6 +234,40 @@ def scale_report(seconds: float) -> None:
               f"   ratio to 40 MB target {used / 40:.2f}")
 
 
+def connect_ms(server: AdbServer, phone: VirtualPhone, iterations: int) -> float:
+    """Median time from `adb connect` to the phone listed online, reconnecting each time."""
+    def once() -> None:
+        server.connect_device(phone.address)
+        server.client.disconnect(phone.address)
+    return median_ms(once, iterations, warmup=2)
+
+
+def auth_and_transfer_report(iterations: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-adb-home-") as home:
+        key = Path(home) / ".android" / "adbkey"
+        key.parent.mkdir()
+        subprocess.run([adbutils.adb_path(), "keygen", str(key)], check=True, capture_output=True)
+        with AdbServer(home=Path(home)) as server, VirtualPhone() as open_phone, \
+                VirtualPhone(adb_keys=key.with_name("adbkey.pub")) as locked:
+            plain = connect_ms(server, open_phone, iterations)
+            authed = connect_ms(server, locked, iterations)
+            serial = server.connect_device(open_phone.address)
+            blob = Path(home) / "blob.bin"
+            blob.write_bytes(os.urandom(1_000_000))
+            adb = [adbutils.adb_path(), "-H", server.host, "-P", str(server.port), "-s", serial]
+
+            def exec_in() -> None:
+                with blob.open("rb") as stdin:
+                    subprocess.run([*adb, "exec-in", "cat > /data/local/tmp/in.bin"], stdin=stdin, check=True)
+            push_ms = median_ms(lambda: subprocess.run([*adb, "push", "-q", str(blob), "/data/local/tmp/p.bin"],
+                                                       check=True, capture_output=True), iterations, warmup=2)
+            exec_in_ms = median_ms(exec_in, iterations, warmup=2)
+    print(f"adb connect until online, no AUTH            {plain:8.2f} ms median")
+    print(f"adb connect until online, AUTH (RSA verify)  {authed:8.2f} ms median   ratio {authed / plain:5.2f}x")
+    print(f"1 MB: adb push (sync)                        {push_ms:8.2f} ms median")
+    print(f"1 MB: adb exec-in 'cat > f'                  {exec_in_ms:8.2f} ms median   ratio {exec_in_ms / push_ms:5.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=100)
@@ -274,6 +314,7 @@ def main() -> None:
     print(f"snapshot save (20 alarms, 1 MB file)         {save_ms:8.2f} ms median")
     print(f"snapshot restore (target < 50 ms)            {restore_ms:8.2f} ms median"
           f"   ratio to target {restore_ms / 50:.3f}")
+    auth_and_transfer_report(max(5, args.iterations // 10))
     scale_report(args.seconds)
 
 
