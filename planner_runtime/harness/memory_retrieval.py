@@ -19,6 +19,7 @@ from datetime import datetime
 
 import numpy as np
 
+from planner_runtime.harness.memory_encoder import one_thread
 from planner_runtime.harness.memory_records import MemoryKind
 
 EXACT_LIMIT = 20_000  # rows scanned exactly; above this, sign bits pick the rows to rescore
@@ -66,15 +67,15 @@ class VectorIndex:
     seqs: np.ndarray  # int64
     kinds: np.ndarray  # int8 codes, see KIND_CODES
     matrix: np.ndarray  # float32, unit rows
-    bits: np.ndarray | None = None  # uint64 sign bits, built past EXACT_LIMIT
-    _rows_of: dict[frozenset[MemoryKind], np.ndarray] = field(default_factory=dict, repr=False)
+    bits: np.ndarray | None = None  # uint64 sign bits, (dim / 64, rows), built past EXACT_LIMIT
+    _rows_of: dict[frozenset[MemoryKind], tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, seqs: list[int], kinds: list[MemoryKind], vectors: list[bytes], dim: int) -> VectorIndex:
         matrix = np.frombuffer(bytearray(b"".join(vectors)), dtype=np.float32).reshape(len(vectors), dim) if vectors else np.zeros((0, dim), np.float32)
         index = cls(np.asarray(seqs, dtype=np.int64), np.asarray([KIND_CODES[k] for k in kinds], dtype=np.int8), matrix)
         if len(seqs) > EXACT_LIMIT and dim % 64 == 0:
-            index.bits = np.packbits(matrix > 0, axis=1).view(np.uint64)
+            index.bits = np.ascontiguousarray(np.packbits(matrix > 0, axis=1).view(np.uint64).T)
         return index
 
     def __len__(self) -> int:
@@ -89,18 +90,14 @@ class VectorIndex:
         """The ``n`` most similar rows as (seq, cosine), best first."""
         if not len(self):
             return []
-        rows: np.ndarray | None = None
+        rows, bits = None, self.bits
         if kinds is not None and len(kinds) < len(KIND_CODES):
-            key = frozenset(kinds)
-            if key not in self._rows_of:
-                self._rows_of[key] = np.flatnonzero(np.isin(self.kinds, [KIND_CODES[k] for k in kinds]))
-            rows = self._rows_of[key]
+            rows, subset_bits = self._subset(frozenset(kinds))
+            bits = subset_bits if bits is not None else None
             if not len(rows):
                 return []
-        if self.bits is not None:
-            qbits = np.packbits(query > 0).view(np.uint64)
-            bits = self.bits if rows is None else self.bits[rows]
-            distance = np.bitwise_count(bits ^ qbits).sum(axis=1, dtype=np.uint16)
+        if bits is not None:
+            distance = hamming(bits, np.packbits(query > 0).view(np.uint64))
             take = min(RESCORE, len(distance))
             near = np.argpartition(distance, take - 1)[:take] if take < len(distance) else np.arange(len(distance))
             rows = near if rows is None else rows[near]
@@ -112,15 +109,37 @@ class VectorIndex:
         picked = best if rows is None else rows[best]
         return [(int(self.seqs[i]), float(s)) for i, s in zip(picked, sims[best])]
 
+    def _subset(self, kinds: frozenset[MemoryKind]) -> tuple[np.ndarray, np.ndarray | None]:
+        """The rows of some kinds and their sign bits, gathered once per set of kinds."""
+        if kinds not in self._rows_of:
+            rows = np.flatnonzero(np.isin(self.kinds, [KIND_CODES[k] for k in kinds]))
+            self._rows_of[kinds] = (rows, None if self.bits is None else np.ascontiguousarray(self.bits[:, rows]))
+        return self._rows_of[kinds]
+
+
+def hamming(bits: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Bit differences between ``query`` (words,) and each column of ``bits`` (words, rows), as
+    uint16. Word by word over contiguous rows, into reused buffers: summing a (rows, words)
+    popcount along its short axis took four times as long."""
+    words, count = bits.shape
+    scratch, ones = np.empty(count, np.uint64), np.empty(count, np.uint8)
+    distance = np.zeros(count, np.uint16)
+    for w in range(words):
+        np.bitwise_count(np.bitwise_xor(bits[w], query[w], out=scratch), out=ones)
+        np.add(distance, ones, out=distance)
+    return distance
+
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """``matrix @ vector``, through torch when it is loaded (it is whenever queries are
-    embedded): numpy's BLAS threads and torch's would otherwise hand the cores back and forth
-    between encoding a query and scanning, which tripled a new query's search time here."""
+    """``matrix @ vector``, through torch on one thread when torch is loaded (it is whenever
+    queries are embedded): numpy's BLAS threads and torch's would otherwise hand the cores back
+    and forth between encoding a query and scanning, and a few thousand rows gain nothing from
+    a second thread that a busy machine can stall."""
     torch = sys.modules.get("torch")
     if torch is None:
         return matrix @ vector
-    return torch.from_numpy(matrix).mv(torch.from_numpy(np.ascontiguousarray(vector, dtype=np.float32))).numpy()
+    with one_thread():
+        return torch.from_numpy(matrix).mv(torch.from_numpy(np.ascontiguousarray(vector, dtype=np.float32))).numpy()
 
 
 def recency_factor(last: datetime, now: datetime) -> float:
