@@ -168,18 +168,28 @@ def serve(
 def phone_serve(
     port: int = typer.Option(5555, "--port", help="TCP port for the adb transport (5555-5585 are auto-attached by adb)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    adb_keys: Optional[list[Path]] = typer.Option(
+        None, "--adb-keys", exists=True, help="Require ADB authentication: trust the host keys in this adbkey.pub/adb_keys file or folder (repeat for several)."),
+    accept_new_keys: bool = typer.Option(
+        False, "--accept-new-keys", help="Require authentication but trust any host that offers its key, as if the user tapped Always allow."),
 ) -> None:
     """Serve the built-in virtual phone until Ctrl-C; then `adb connect 127.0.0.1:PORT`."""
-    from device_farm.virtual import VirtualPhone
-
     import threading
 
+    from device_farm.errors import DeviceError
+    from device_farm.virtual import VirtualPhone
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    phone = VirtualPhone(port=port, host=host)
+    keys = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
+    phone = VirtualPhone(port=port, host=host, adb_keys=keys, accept_new_keys=accept_new_keys)
     try:
         phone.start()  # returns once listening, so the line below is true when printed
+    except (DeviceError, UnicodeDecodeError) as exc:
+        raise fail(f"--adb-keys: {exc}") from exc
     except OSError as exc:
         raise fail(f"cannot listen on {host}:{port}: {exc}") from exc
+    if keys is not None:
+        err.print(f"authentication required: {len(phone.trusted_keys())} trusted host key(s){', new keys accepted' if accept_new_keys else ''}")
     err.print(f"virtual phone {phone.serial} listening on {host}:{phone.port}; connect with: adb connect {host}:{phone.port}", soft_wrap=True)
     try:
         threading.Event().wait()

@@ -97,23 +97,64 @@ def test_serial_drives_an_attached_phone_with_the_same_code(tmp_path, virtual_ph
     assert virtual_phone.serial in res.stdout and "verdict: success" in res.stdout
 
 
+def _serve_phone(tmp_path, port, *extra):
+    """`planner-agent phone serve` in the background, once it says it is listening."""
+    log = tmp_path / f"serve-{port}.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "phone", "serve", "--port", str(port), *extra],
+                                stdout=sink, stderr=sink, text=True)
+    deadline = time.monotonic() + 20
+    while f"adb connect 127.0.0.1:{port}" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert f"adb connect 127.0.0.1:{port}" in log.read_text(), log.read_text()
+    return proc, log
+
+
 def test_phone_serve_accepts_adb_connect(tmp_path):
     from device_farm.adbserver import AdbServer
 
     port = free_port()
-    log = tmp_path / "serve.log"
-    with open(log, "w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "phone", "serve", "--port", str(port)],
-                                stdout=sink, stderr=sink, text=True)
+    proc, _ = _serve_phone(tmp_path, port)
     try:
-        deadline = time.monotonic() + 20
-        while f"adb connect 127.0.0.1:{port}" not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert f"adb connect 127.0.0.1:{port}" in log.read_text()
         with AdbServer() as server:
             serial = server.connect_device(f"127.0.0.1:{port}")
             out = server.client.device(serial).shell("getprop ro.product.model; echo $?")
             assert out.splitlines()[-1] == "0" and out.splitlines()[0]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_phone_serve_with_adb_keys_lets_only_that_host_in(tmp_path):
+    import adbutils
+
+    from device_farm.adbserver import AdbServer
+
+    def host_with_key(name):
+        home = tmp_path / name
+        (home / ".android").mkdir(parents=True)
+        subprocess.run([adbutils.adb_path(), "keygen", str(home / ".android" / "adbkey")], check=True, capture_output=True, timeout=60)
+        return home
+
+    trusted, stranger = host_with_key("trusted"), host_with_key("stranger")
+    port = free_port()
+    proc, log = _serve_phone(tmp_path, port, "--adb-keys", str(trusted / ".android" / "adbkey.pub"))
+    try:
+        assert "authentication required: 1 trusted host key(s)" in log.read_text()
+        with AdbServer(home=trusted) as server:
+            serial = server.connect_device(f"127.0.0.1:{port}")
+            assert server.client.device(serial).shell("echo in") == "in"
+        with AdbServer(home=stranger) as server:
+            try:
+                server.client.connect(f"127.0.0.1:{port}", timeout=10)
+            except adbutils.AdbError:
+                pass  # adb reports an unauthorized device as a failed connect
+            deadline = time.monotonic() + 5
+            states = []
+            while time.monotonic() < deadline and "unauthorized" not in states:
+                states = [d.state for d in server.client.list() if d.serial == f"127.0.0.1:{port}"]
+                time.sleep(0.1)
+            assert states == ["unauthorized"]
     finally:
         proc.terminate()
         proc.wait(10)
