@@ -33,8 +33,10 @@ def cap_strings(schema: Any, max_chars: int) -> Any:
     writing inside a string would otherwise run out of tokens before the call closes."""
     if isinstance(schema, dict):
         capped = {k: cap_strings(v, max_chars) for k, v in schema.items()}
-        if capped.get("type") == "string" and "maxLength" not in capped and "enum" not in capped and "const" not in capped:
-            capped["maxLength"] = max_chars
+        # A pattern or format fixes its own length (a date needs 10 characters, whatever the cap).
+        free = not any(k in capped for k in ("maxLength", "enum", "const", "pattern", "format"))
+        if capped.get("type") == "string" and free:
+            capped["maxLength"] = max(max_chars, capped.get("minLength", 0))
         return capped
     if isinstance(schema, list):
         return [cap_strings(v, max_chars) for v in schema]

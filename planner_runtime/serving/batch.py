@@ -25,6 +25,7 @@ from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, re
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
 from planner_runtime.planners.local import LocalPlanner, _choose, _mask
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
+from planner_runtime.serving.attention import install
 
 if TYPE_CHECKING:
     import torch
@@ -67,6 +68,7 @@ class BatchDecoder:
         self._grammars: ToolCallGrammars | None = None
         self._prefix_ids: list[int] = []
         self._prefix_kv: Any = None
+        self._shared = False  # whether rows attend to one copy of the prefix (see attention.py)
         self.last_reused_tokens = 0
         self.last_forward_passes = 0
 
@@ -80,6 +82,7 @@ class BatchDecoder:
         forward = inspect.signature(self.planner.model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
         self._grammars = ToolCallGrammars(tokenizer)
+        self._shared = install(self.planner.model)
         return self
 
     def decode(self, requests: Sequence[PlanRequest]) -> list[PlannerOutput | PlannerError]:
@@ -170,13 +173,20 @@ class BatchDecoder:
         import torch
         from transformers import DynamicCache
 
+        from planner_runtime.serving.attention import SharedPrefix
+
         common = self._shared_prefix(rows)
         width = len(rows)
         cache = DynamicCache(config=self.planner.model.config)
-        for index, layer in enumerate(self._prefix_kv.layers):
-            if getattr(layer, "keys", None) is not None and layer.keys.numel():
-                cache.update(layer.keys.repeat(width, 1, 1, 1), layer.values.repeat(width, 1, 1, 1), index)
-        seen = torch.ones((width, common), dtype=torch.long)
+        prefix: SharedPrefix | None = None
+        if self._shared:
+            prefix = SharedPrefix.of(self._prefix_kv)  # one copy, attended by every row
+            seen = torch.zeros((width, 0), dtype=torch.bool)
+        else:  # a model outside the attention registry: each row gets its own copy
+            for index, layer in enumerate(self._prefix_kv.layers):
+                if getattr(layer, "keys", None) is not None and layer.keys.numel():
+                    cache.update(layer.keys.repeat(width, 1, 1, 1), layer.values.repeat(width, 1, 1, 1), index)
+            seen = torch.ones((width, common), dtype=torch.bool)
         forwards = 0
         while True:
             for r in rows:
@@ -186,17 +196,21 @@ class BatchDecoder:
                 break
             span = max(len(r.pending) for r in live)
             ids = torch.zeros((width, span), dtype=torch.long)
-            mask = torch.zeros((width, span), dtype=torch.long)
+            fresh = torch.zeros((width, span), dtype=torch.bool)
             positions = torch.zeros((width, span), dtype=torch.long)
             for b, r in enumerate(rows):
                 n = len(r.pending) if not r.done else 0
                 positions[b] = r.position + torch.arange(span) - (span - n)
                 if n:
                     ids[b, span - n:] = torch.tensor(r.pending)
-                    mask[b, span - n:] = 1
+                    fresh[b, span - n:] = True
                     r.position += n
-            seen = torch.cat([seen, mask], dim=1)
-            logits = self._forward(ids, cache, seen, positions.clamp(min=0))
+            past = seen.shape[1]
+            seen = torch.cat([seen, fresh], dim=1)
+            # Left padding keeps every row's new tokens at the right end, so causality is by column.
+            causal = torch.arange(past + span)[None, :] <= (past + torch.arange(span))[:, None]
+            mask = (seen[:, None, None, :] & causal[None, None]) if prefix is not None else seen.long()
+            logits = self._forward(ids, cache, mask, positions.clamp(min=0), prefix)
             forwards += 1
             for b, r in enumerate(rows):
                 if not r.done:
@@ -231,11 +245,15 @@ class BatchDecoder:
         if len(r.generated) >= r.request.sampling.max_new_tokens:
             r.done = True
 
-    def _forward(self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor | None", positions: "torch.Tensor | None") -> "torch.Tensor":
+    def _forward(
+        self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor | None", positions: "torch.Tensor | None", prefix: Any = None
+    ) -> "torch.Tensor":
         model = self.planner.model
         extra: dict[str, Any] = {}
         if mask is not None:
             extra = {"attention_mask": mask.to(model.device), "position_ids": positions.to(model.device)}  # type: ignore[union-attr]
+        if prefix is not None:
+            extra["shared_prefix"] = prefix
         out = model(input_ids=ids.to(model.device), **{self._cache_kwarg: cache}, **extra, use_cache=True, logits_to_keep=1)
         return out.logits[:, -1]
 

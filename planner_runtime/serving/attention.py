@@ -1,0 +1,107 @@
+"""Shared-prefix attention: many rows attend to one copy of their common prompt start.
+
+Concurrent planner requests share a long start (system prompt and tool schemas, thousands of
+tokens). Copying its KV cache to every row of a batch multiplies both memory and the bytes each
+decode step reads by the batch width. Here the prefix stays one row wide: every row's queries
+attend to it together (the batch folded into the query dimension, so each key and value is read
+once per step) and to the row's own keys, and one softmax runs over both parts — the same
+arithmetic as attending to a per-row copy, without the copy.
+
+It plugs into transformers' attention registry under :data:`NAME`. Calls that pass no
+``shared_prefix`` (the single-chat planner on the same model) fall through to SDPA unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+NAME = "planner_shared_prefix"
+
+
+@dataclass(frozen=True)
+class SharedPrefix:
+    """Per-layer keys and values of the one-row prefix (``[1, kv_heads, length, head_dim]``)
+    and, optionally, which of its positions each row may see (``[rows, length]`` bool)."""
+
+    keys: tuple["torch.Tensor", ...]
+    values: tuple["torch.Tensor", ...]
+    visible: "torch.Tensor | None" = None
+
+    @classmethod
+    def of(cls, cache: Any, visible: "torch.Tensor | None" = None) -> SharedPrefix:
+        layers = [layer for layer in cache.layers if getattr(layer, "keys", None) is not None]
+        return cls(tuple(layer.keys for layer in layers), tuple(layer.values for layer in layers), visible)
+
+    @property
+    def length(self) -> int:
+        return int(self.keys[0].shape[2]) if self.keys else 0
+
+
+def shared_prefix_attention(
+    module: Any,
+    query: "torch.Tensor",
+    key: "torch.Tensor",
+    value: "torch.Tensor",
+    attention_mask: "torch.Tensor | None",
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    shared_prefix: SharedPrefix | None = None,
+    **kwargs: Any,
+) -> tuple["torch.Tensor", None]:
+    """``query`` ``[rows, heads, q, d]``; ``key``/``value`` the rows' own ``[rows, kv_heads, s, d]``;
+    ``attention_mask`` a bool ``[rows, 1, q, s]`` over the rows' own keys. Returns ``[rows, q, heads, d]``."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if shared_prefix is None or shared_prefix.length == 0:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    rows, heads, q, dim = query.shape
+    kv_heads = key.shape[1]
+    groups = heads // kv_heads
+    scale = scaling if scaling is not None else dim**-0.5
+    pk = shared_prefix.keys[module.layer_idx][0]  # [kv_heads, P, d]
+    pv = shared_prefix.values[module.layer_idx][0]
+    length = pk.shape[1]
+
+    # Prefix part: all rows' queries of a kv head in one matrix, so the prefix is read once.
+    folded = query.reshape(rows, kv_heads, groups * q, dim).transpose(0, 1).reshape(kv_heads, rows * groups * q, dim)
+    pre = torch.bmm(folded, pk.transpose(1, 2)).view(kv_heads, rows, groups, q, length).transpose(0, 1)
+    # Own part: each row against its own keys.
+    own = torch.matmul(query.reshape(rows, kv_heads, groups * q, dim), key.transpose(-1, -2)).view(rows, kv_heads, groups, q, -1)
+    scores = torch.cat([pre, own], dim=-1).mul_(scale)
+    low = torch.finfo(scores.dtype).min
+    if shared_prefix.visible is not None:
+        scores[..., :length].masked_fill_(~shared_prefix.visible[:, None, None, None, :], low)
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            scores[..., length:].masked_fill_(~attention_mask[:, :, None], low)
+        else:
+            scores[..., length:].add_(attention_mask[:, :, None])
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+
+    pp = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * groups * q, length)
+    out = torch.bmm(pp, pv).view(kv_heads, rows, groups, q, dim).transpose(0, 1)
+    out = out + torch.matmul(probs[..., length:].reshape(rows, kv_heads, groups * q, -1), value).view(rows, kv_heads, groups, q, dim)
+    return out.reshape(rows, heads, q, dim).transpose(1, 2).contiguous(), None
+
+
+def install(model: Any) -> bool:
+    """Register the attention and switch ``model`` to it; ``False`` when the model's attention
+    does not go through transformers' registry (then batches copy the prefix per row)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    if model.config._attn_implementation not in ("sdpa", NAME):
+        return False
+    AttentionInterface.register(NAME, shared_prefix_attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)
+    model.config._attn_implementation = NAME
+    for sub in model.modules():  # sub-configs that carry their own copy of the setting
+        config = getattr(sub, "config", None)
+        if config is not None and getattr(config, "_attn_implementation", None) == "sdpa":
+            config._attn_implementation = NAME
+    return True
