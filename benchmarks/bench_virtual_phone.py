@@ -38,7 +38,7 @@ import uiautomator2 as u2
 
 from device_farm.adbhost import AdbHost
 from device_farm.adbserver import AdbServer
-from device_farm.virtual import VirtualPhone
+from device_farm.virtual import PhoneLoop, VirtualPhone
 from device_farm.virtual.apps import default_apps
 from device_farm.virtual.intents import Intent
 from device_farm.virtual.system import AndroidSystem
@@ -157,11 +157,14 @@ def phones_worker(n: int, adb_host: str, adb_port: int, kind: str, seconds: floa
             phone.stop()
 
 
-def throughput(server: AdbServer, phones: int, procs: int, kind: str, seconds: float) -> tuple[float, float]:
+def throughput(server: AdbServer, phones: int, procs: int, kind: str, seconds: float,
+               shared: bool = False) -> tuple[float, float]:
     """(requests per second, CPU cores the phone processes used) of `phones` phones spread
-    over `procs` processes (1 = this one), one client thread per phone beside them."""
+    over `procs` processes (1 = this one), one client thread per phone beside them; with
+    `shared`, the phones of this process run on one PhoneLoop instead of a thread each."""
     if procs == 1:
-        started = [VirtualPhone().start() for _ in range(phones)]
+        loop = PhoneLoop().start() if shared else None
+        started = [VirtualPhone().start(loop) for _ in range(phones)]
         try:
             serials = [server.connect_device(p.address) for p in started]
             count, cpu = drive(serials, server.host, server.port, kind, seconds)
@@ -170,6 +173,8 @@ def throughput(server: AdbServer, phones: int, procs: int, kind: str, seconds: f
             for phone in started:
                 server.client.disconnect(phone.address)
                 phone.stop()
+            if loop is not None:
+                loop.stop()
     ctx = multiprocessing.get_context("spawn")
     with ctx.Manager() as manager:
         start = manager.Barrier(procs)
@@ -217,11 +222,14 @@ def scale_report(seconds: float) -> None:
     with AdbServer() as server:
         print(f"scale: {cpus} CPU cores available to this process; {seconds:.1f} s per run")
         for kind, label in (("shell", "shell echo via AdbHost"), ("hierarchy", "dumpWindowHierarchy kept-alive")):
-            (one, c1), (sixteen, c16), (spread, c4) = (
-                throughput(server, n, procs, kind, seconds) for n, procs in ((1, 1), (16, 1), (16, 4)))
+            (one, c1), (sixteen, c16), (pooled, cp), (spread, c4) = (
+                throughput(server, n, procs, kind, seconds, shared)
+                for n, procs, shared in ((1, 1, False), (16, 1, False), (16, 1, True), (16, 4, False)))
             print(f"{label:32s} 1 phone, 1 thread     {one:8.0f} req/s   phone+client process CPU {c1:4.2f} cores")
             print(f"{label:32s} 16 phones, 1 process  {sixteen:8.0f} req/s   ratio {sixteen / one:5.2f}x "
-                  f"(target >= 8x)   CPU {c16:4.2f} cores")
+                  f"(target >= 8x)   CPU {c16:4.2f} cores   (a loop thread per phone)")
+            print(f"{label:32s} 16 phones, 1 process  {pooled:8.0f} req/s   ratio {pooled / one:5.2f}x "
+                  f"(target >= 8x)   CPU {cp:4.2f} cores   (one shared PhoneLoop)")
             print(f"{label:32s} 16 phones, 4 procs    {spread:8.0f} req/s   ratio {spread / one:5.2f}x"
                   f"                  CPU {c4:4.2f} cores")
         ctx = multiprocessing.get_context("spawn")

@@ -166,37 +166,45 @@ def serve(
 
 @phone_app.command("serve")
 def phone_serve(
-    port: int = typer.Option(5555, "--port", help="TCP port for the adb transport (5555-5585 are auto-attached by adb)."),
+    port: int = typer.Option(5555, "--port", help="TCP port for the adb transport (5555-5585 are auto-attached by adb); 0: any free port."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    count: int = typer.Option(1, "--count", "-n", min=1, max=256, help="Serve this many phones (ports PORT, PORT+1, ...) on one event loop."),
     adb_keys: Optional[list[Path]] = typer.Option(
         None, "--adb-keys", exists=True, help="Require ADB authentication: trust the host keys in this adbkey.pub/adb_keys file or folder (repeat for several)."),
     accept_new_keys: bool = typer.Option(
         False, "--accept-new-keys", help="Require authentication but trust any host that offers its key, as if the user tapped Always allow."),
 ) -> None:
-    """Serve the built-in virtual phone until Ctrl-C; then `adb connect 127.0.0.1:PORT`."""
+    """Serve built-in virtual phones until Ctrl-C; then `adb connect 127.0.0.1:PORT`."""
     import threading
 
     from device_farm.errors import DeviceError
-    from device_farm.virtual import VirtualPhone
+    from device_farm.virtual import PhoneLoop, VirtualPhone
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     keys = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
-    phone = VirtualPhone(port=port, host=host, adb_keys=keys, accept_new_keys=accept_new_keys)
+    loop = PhoneLoop().start()
+    phones: list[VirtualPhone] = []
     try:
-        phone.start()  # returns once listening, so the line below is true when printed
-    except (DeviceError, UnicodeDecodeError) as exc:
-        raise fail(f"--adb-keys: {exc}") from exc
-    except OSError as exc:
-        raise fail(f"cannot listen on {host}:{port}: {exc}") from exc
-    if keys is not None:
-        err.print(f"authentication required: {len(phone.trusted_keys())} trusted host key(s){', new keys accepted' if accept_new_keys else ''}")
-    err.print(f"virtual phone {phone.serial} listening on {host}:{phone.port}; connect with: adb connect {host}:{phone.port}", soft_wrap=True)
-    try:
+        for i in range(count):
+            at = port + i if port else 0
+            phone = VirtualPhone(port=at, host=host, adb_keys=keys, accept_new_keys=accept_new_keys)
+            try:
+                phones.append(phone.start(loop))  # returns once listening, so the lines below are true when printed
+            except (DeviceError, UnicodeDecodeError) as exc:
+                raise fail(f"--adb-keys: {exc}") from exc
+            except OSError as exc:
+                raise fail(f"cannot listen on {host}:{at}: {exc}") from exc
+        if keys is not None:
+            err.print(f"authentication required: {len(phones[0].trusted_keys())} trusted host key(s){', new keys accepted' if accept_new_keys else ''}")
+        for phone in phones:
+            err.print(f"virtual phone {phone.serial} listening on {host}:{phone.port}; connect with: adb connect {host}:{phone.port}", soft_wrap=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
-        phone.stop()
+        for phone in phones:
+            phone.stop()
+        loop.stop()
 
 
 for verb in (devices, collect, replay, view):  # after run, show and serve in --help

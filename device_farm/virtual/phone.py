@@ -1,7 +1,7 @@
 """VirtualPhone: a programmable Android device reachable through the real adb server.
 
-It owns an asyncio loop (in a background thread with `start()`, or in the foreground with
-`serve_forever()`), an adbd on loopback TCP, the Android system state, and the
+It runs on an asyncio loop (its own, in a background thread, with `start()`; one shared
+with other phones with `start(PhoneLoop)`; or in the foreground with `serve_forever()`), an adbd on loopback TCP, the Android system state, and the
 uiautomator2 server behind `tcp:9008`. Construction does no I/O. Its state is observable
 only through adb, like a real phone's.
 """
@@ -21,6 +21,7 @@ from device_farm.virtual.apps import default_apps
 from device_farm.virtual.apps.base import App
 from device_farm.virtual.commands import default_commands
 from device_farm.virtual.fault_injector import FaultInjector
+from device_farm.virtual.phone_loop import PhoneLoop
 from device_farm.virtual.faults import FaultEvent, FaultPlan, FaultSpec, as_plan
 from device_farm.virtual.services import ServiceRouter
 from device_farm.virtual.snapshot import Snapshot, SnapshotError, capture, restore
@@ -61,6 +62,7 @@ class VirtualPhone:
         self._u2_at_boot = uiautomator_running
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._shared: PhoneLoop | None = None  # the loop it was started on, when not its own
         self._server: AdbdServer | None = None
         self._system: AndroidSystem | None = None
         self._u2 = UiAutomatorServer(self._current_system)
@@ -124,9 +126,14 @@ class VirtualPhone:
         logger.info("virtual phone %s stopped", self.serial)
 
     # --- lifecycle -----------------------------------------------------------------
-    def start(self) -> "VirtualPhone":
-        """Serve on a background daemon thread; returns once listening."""
-        if self._thread is not None:
+    def start(self, loop: PhoneLoop | None = None) -> "VirtualPhone":
+        """Serve on a background daemon thread of its own, or on the running ``loop`` shared
+        with other phones; returns once listening."""
+        if self._thread is not None or self._shared is not None:
+            return self
+        if loop is not None:
+            loop.run(self._startup())
+            self._shared, self._loop = loop, loop.loop
             return self
         loop = asyncio.new_event_loop()
         ready: Future[None] = Future()
@@ -156,6 +163,10 @@ class VirtualPhone:
         return self
 
     def stop(self) -> None:
+        if self._shared is not None:
+            shared, self._shared, self._loop = self._shared, None, None
+            shared.run(self._shutdown())
+            return
         if self._thread is None or self._loop is None:
             return
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -97,16 +98,26 @@ def test_serial_drives_an_attached_phone_with_the_same_code(tmp_path, virtual_ph
     assert virtual_phone.serial in res.stdout and "verdict: success" in res.stdout
 
 
-def _serve_phone(tmp_path, port, *extra):
-    """`planner-agent phone serve` in the background, once it says it is listening."""
+def port_free(port):
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _serve_phone(tmp_path, port, *extra, last=None):
+    """`planner-agent phone serve` in the background, once it says it is listening (on ``last``)."""
     log = tmp_path / f"serve-{port}.log"
     with open(log, "w") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "phone", "serve", "--port", str(port), *extra],
                                 stdout=sink, stderr=sink, text=True)
     deadline = time.monotonic() + 20
-    while f"adb connect 127.0.0.1:{port}" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+    line = f"adb connect 127.0.0.1:{last or port}"
+    while line not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    assert f"adb connect 127.0.0.1:{port}" in log.read_text(), log.read_text()
+    assert line in log.read_text(), log.read_text()
     return proc, log
 
 
@@ -114,12 +125,17 @@ def test_phone_serve_accepts_adb_connect(tmp_path):
     from device_farm.adbserver import AdbServer
 
     port = free_port()
-    proc, _ = _serve_phone(tmp_path, port)
+    while not port_free(port + 1):
+        port = free_port()
+    proc, _ = _serve_phone(tmp_path, port, "--count", "2", last=port + 1)
     try:
         with AdbServer() as server:
-            serial = server.connect_device(f"127.0.0.1:{port}")
-            out = server.client.device(serial).shell("getprop ro.product.model; echo $?")
-            assert out.splitlines()[-1] == "0" and out.splitlines()[0]
+            serials = [server.connect_device(f"127.0.0.1:{p}") for p in (port, port + 1)]
+            for serial in serials:
+                out = server.client.device(serial).shell("getprop ro.serialno; echo $?")
+                assert out.splitlines()[-1] == "0"
+            names = {server.client.device(s).shell("getprop ro.serialno") for s in serials}
+            assert names == {f"virtual-{port}", f"virtual-{port + 1}"}
     finally:
         proc.terminate()
         proc.wait(10)
