@@ -62,6 +62,8 @@ class MiniLMEmbedder:
         self._tokenizer: Any = None
         self._query_encoder: QueryEncoder | None = None
         self._lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._tokenizer_lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
@@ -92,9 +94,10 @@ class MiniLMEmbedder:
 
         out = []
         for start in range(0, len(texts), self.batch_size):
-            batch = self._tokenizer(
-                list(texts[start : start + self.batch_size]), padding=True, truncation=True, max_length=256, return_tensors="pt"
-            )
+            with self._tokenizer_lock:
+                batch = self._tokenizer(
+                    list(texts[start : start + self.batch_size]), padding=True, truncation=True, max_length=256, return_tensors="pt"
+                )
             with torch.inference_mode():
                 states = self._model(**batch).last_hidden_state
             mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
@@ -106,16 +109,19 @@ class MiniLMEmbedder:
         """One text, through a small LRU cache (the same goal is often searched more than once),
         by the lean single-sequence forward pass of :class:`QueryEncoder`."""
         key = " ".join(text.split()).lower()
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._cache.move_to_end(key)
-            return hit
+        with self._cache_lock:  # stores search from their own encoder threads
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
         self.load()
-        ids = self._tokenizer(text, truncation=True, max_length=256)["input_ids"]
+        with self._tokenizer_lock:  # a fast tokenizer raises "Already borrowed" when two threads change its padding at once
+            ids = self._tokenizer(text, truncation=True, max_length=256)["input_ids"]
         vec = self._query_encoder(ids)  # type: ignore[misc]
-        self._cache[key] = vec
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._cache_lock:
+            self._cache[key] = vec
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
         return vec
 
 

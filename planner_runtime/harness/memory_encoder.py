@@ -170,7 +170,7 @@ class QueryEncoder:
         with torch.inference_mode(), one_thread():
             x = layer_norm(self.word[ids] + self.position[:n] + self.token_type, shape, *self.embed_norm, eps=eps)
             for layer in self.layers:
-                q, k, v = layer.qkv(x).view(n, 3, self.heads, -1).permute(1, 2, 0, 3)
+                q, k, v = layer.qkv(x).float().view(n, 3, self.heads, -1).permute(1, 2, 0, 3)
                 attended = scaled_dot_product_attention(q, k, v).transpose(0, 1).reshape(n, hidden)
                 x = layer_norm(layer.out(attended).float().add_(x), shape, *layer.norm1, eps=eps)
                 x = layer_norm(layer.down(layer.up(x)).float().add_(x), shape, *layer.norm2, eps=eps)

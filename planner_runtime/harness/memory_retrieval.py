@@ -86,6 +86,16 @@ class VectorIndex:
         i = int(np.searchsorted(self.seqs, seq))
         return float(self.matrix[i] @ query) if i < len(self.seqs) and self.seqs[i] == seq else 0.0
 
+    def similarities(self, seqs: list[int], query: np.ndarray) -> dict[int, float]:
+        """Cosines of rows ``seqs`` with ``query``, for those that have a vector."""
+        if not seqs or not len(self):
+            return {}
+        wanted = np.asarray(seqs, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.seqs, wanted), len(self.seqs) - 1)
+        found = self.seqs[at] == wanted
+        sims = self.matrix[at[found]] @ query
+        return dict(zip(wanted[found].tolist(), sims.tolist()))
+
     def top(self, query: np.ndarray, n: int, kinds: set[MemoryKind] | None = None) -> list[tuple[int, float]]:
         """The ``n`` most similar rows as (seq, cosine), best first."""
         if not len(self):
@@ -97,9 +107,7 @@ class VectorIndex:
             if not len(rows):
                 return []
         if bits is not None:
-            distance = hamming(bits, np.packbits(query > 0).view(np.uint64))
-            take = min(RESCORE, len(distance))
-            near = np.argpartition(distance, take - 1)[:take] if take < len(distance) else np.arange(len(distance))
+            near = nearest(hamming(bits, np.packbits(query > 0).view(np.uint64)), RESCORE)
             rows = near if rows is None else rows[near]
         candidates = self.matrix if rows is None else self.matrix[rows]
         sims = _dot(candidates, query)
@@ -128,6 +136,20 @@ def hamming(bits: np.ndarray, query: np.ndarray) -> np.ndarray:
         np.bitwise_count(np.bitwise_xor(bits[w], query[w], out=scratch), out=ones)
         np.add(distance, ones, out=distance)
     return distance
+
+
+def nearest(distance: np.ndarray, take: int) -> np.ndarray:
+    """Positions of the ``take`` smallest distances, with every row tied at the cut (unless
+    the tie is wider than ``take``): a histogram of the few hundred possible distances finds
+    the cut in a fifth of an ``argpartition``'s time."""
+    if take >= len(distance):
+        return np.arange(len(distance))
+    cut = int(np.searchsorted(np.cumsum(np.bincount(distance)), take))
+    near = np.flatnonzero(distance <= cut)
+    if len(near) > 2 * take:
+        below = np.flatnonzero(distance < cut)
+        near = np.concatenate([below, np.flatnonzero(distance == cut)[: take - len(below)]])
+    return near
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:

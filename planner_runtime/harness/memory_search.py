@@ -10,10 +10,12 @@ rows that have no vector yet), then ranks the union by
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Literal
 
+import numpy as np
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
 
@@ -30,6 +32,11 @@ RECENT_SCAN = 1000  # with only common words, the newest matches scored
 _COUNT_CAPPED = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
 
 
+def _when(stored: str | datetime) -> datetime:
+    """A datetime column as SQLAlchemy writes it to SQLite (ISO text, UTC), aware."""
+    return aware(stored if isinstance(stored, datetime) else datetime.fromisoformat(stored))
+
+
 class MemoryStore(MemoryRows):
     """A user's memories with ranked retrieval. ``embedder="auto"`` uses the offline MiniLM
     package when it is installed; ``None`` keeps retrieval to FTS5 alone."""
@@ -40,6 +47,7 @@ class MemoryStore(MemoryRows):
         self.embedder: Embedder | None = None
         self._index: VectorIndex | None = None
         self._index_generation = -1
+        self._encoder_thread: ThreadPoolExecutor | None = None
 
     def open(self) -> MemoryStore:
         super().open()
@@ -61,38 +69,64 @@ class MemoryStore(MemoryRows):
         time is set to now unless ``touch`` is False."""
         now = now or utcnow()
         wanted = {MemoryKind(x) for x in kinds} if kinds is not None else None
-        with self.engine.connect() as conn:
-            lexical = self._lexical(conn, query, wanted)
-        semantic: dict[int, float] = {}
         index = self.vector_index() if self.embedder is not None else None
-        qvec = None
-        if index is not None and len(index):
-            qvec = self.embedder.encode_query(query)  # type: ignore[union-attr]
-            semantic = dict(index.top(qvec, CANDIDATES, wanted))
+        pending = self._query_vector_soon(query) if index is not None and len(index) else None
+        try:
+            with self.engine.connect() as conn:
+                lexical = self._lexical(conn, query, wanted)
+        finally:
+            qvec = pending.result() if pending is not None else None
+        semantic = dict(index.top(qvec, CANDIDATES, wanted)) if index is not None and qvec is not None else {}
         seqs = set(lexical) | set(semantic)
         if not seqs:
             return []
-        stmt = select(*RECORD_COLUMNS).where(memories.c.seq.in_(seqs))
-        if wanted is not None:
-            stmt = stmt.where(memories.c.kind.in_([k.value for k in wanted]))
-        with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
+        if index is not None and qvec is not None:  # cosines of the rows only FTS5 found, in one product
+            semantic.update(index.similarities([seq for seq in lexical if seq not in semantic], qvec))
         best_lexical = max(lexical.values(), default=0.0) or 1.0
         scored = []
-        for row in rows:  # scored from the columns; records are built only for the hits
-            if row.expires_at is not None and aware(row.expires_at) <= now:
-                continue
-            lex = max(lexical.get(row.seq, 0.0), 0.0) / best_lexical
-            sem = semantic[row.seq] if row.seq in semantic else (index.similarity(row.seq, qvec) if qvec is not None else 0.0)
-            last = aware(row.last_used_at or row.created_at)
-            score = final_score(MemoryKind(row.kind), row.confidence, last, lex, sem, with_embeddings=qvec is not None, now=now)
-            if score >= min_score and score > 0:
-                scored.append((-score, row.id, row, lex, sem))
-        scored.sort(key=lambda item: item[:2])
-        hits = [Hit(memory=row_to_memory(row), score=round(-neg, 6), lexical=round(lex, 6), semantic=round(sem, 6)) for neg, _, row, lex, sem in scored[:k]]
+        with self.engine.connect() as conn:
+            for seq, memory_id, kind, confidence, last, expires in self._score_columns(conn, seqs, wanted):
+                if expires is not None and _when(expires) <= now:
+                    continue
+                lex = max(lexical.get(seq, 0.0), 0.0) / best_lexical
+                sem = semantic.get(seq, 0.0)
+                score = final_score(MemoryKind(kind), confidence, _when(last), lex, sem, with_embeddings=qvec is not None, now=now)
+                if score >= min_score and score > 0:
+                    scored.append((-score, memory_id, seq, lex, sem))
+            scored.sort(key=lambda item: item[:2])
+            scored = scored[:k]
+            records = {row.seq: row for row in conn.execute(select(*RECORD_COLUMNS).where(memories.c.seq.in_([x[2] for x in scored])))} if scored else {}
+        hits = [Hit(memory=row_to_memory(records[seq]), score=round(-neg, 6), lexical=round(lex, 6), semantic=round(sem, 6)) for neg, _, seq, lex, sem in scored if seq in records]
         if touch:
             self.touch([h.memory.id for h in hits], now)
         return hits
+
+    def _query_vector_soon(self, query: str) -> Future[np.ndarray]:
+        """The query's vector, computed on this store's encoder thread while FTS5 runs on the
+        caller's: SQLite and torch both release the GIL, so on two cores the lexical half of a
+        new query's search costs nothing."""
+        if self._encoder_thread is None:
+            self._encoder_thread = ThreadPoolExecutor(1, thread_name_prefix="memory-query")
+        return self._encoder_thread.submit(self.embedder.encode_query, query)  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        if self._encoder_thread is not None:
+            self._encoder_thread.shutdown()
+            self._encoder_thread = None
+        super().close()
+
+    @staticmethod
+    def _score_columns(conn: Connection, seqs: set[int], wanted: set[MemoryKind] | None) -> list[tuple]:
+        """(seq, id, kind, confidence, last used or created, expires) of the candidates, as
+        stored: a memory record (pydantic, four datetimes through SQLAlchemy's parsers) is
+        built only for the k hits."""
+        marks = ", ".join("?" for _ in seqs)
+        sql = f"SELECT seq, id, kind, confidence, coalesce(last_used_at, created_at), expires_at FROM memories WHERE seq IN ({marks})"
+        params: list = list(seqs)
+        if wanted is not None:
+            sql += f" AND kind IN ({', '.join('?' for _ in wanted)})"
+            params += [k.value for k in wanted]
+        return conn.exec_driver_sql(sql, tuple(params)).all()
 
     def _lexical(self, conn: Connection, query: str, wanted: set[MemoryKind] | None) -> dict[int, float]:
         """FTS5 candidates as {seq: BM25 (higher is better)}. Scoring every row a common word
@@ -112,12 +146,26 @@ class MemoryStore(MemoryRows):
         inner = "SELECT rowid AS seq, bm25(memories_fts) AS bm25 FROM memories_fts WHERE memories_fts MATCH ?"
         if newest_only:
             inner += f" ORDER BY rowid DESC LIMIT {RECENT_SCAN}"
-        where, params = "", [match_expr(terms)]
-        if wanted is not None:
-            where = f" WHERE m.kind IN ({', '.join('?' for _ in wanted)})"
-            params += [k.value for k in wanted]
-        sql = f"SELECT f.seq, f.bm25 FROM ({inner}) AS f JOIN memories AS m ON m.seq = f.seq{where} ORDER BY f.bm25 LIMIT {CANDIDATES}"
-        return {seq: -bm25 for seq, bm25 in conn.exec_driver_sql(sql, tuple(params))}
+        kind_filter, kind_params = self._kind_filter(conn, wanted)
+        sql = f"SELECT f.seq, f.bm25 FROM ({inner}) AS f{kind_filter} ORDER BY f.bm25 LIMIT {CANDIDATES}"
+        return {seq: -bm25 for seq, bm25 in conn.exec_driver_sql(sql, (match_expr(terms), *kind_params))}
+
+    @staticmethod
+    def _kind_filter(conn: Connection, wanted: set[MemoryKind] | None) -> tuple[str, list[str]]:
+        """The clause keeping the FTS5 matches ``f`` of the wanted kinds, and its parameters.
+        The triggers keep every FTS5 row in ``memories``, so without a filter nothing is
+        joined; when the other kinds have few rows (all but intents, as an episode's context
+        asks) they are left out through the kind index; otherwise each match is looked up in
+        the table, which costs twice what scoring the match does."""
+        if wanted is None or len(wanted) == len(MemoryKind):
+            return "", []
+        others = [k.value for k in MemoryKind if k not in wanted]
+        marks = ", ".join("?" for _ in others)
+        few = conn.exec_driver_sql(f"SELECT count(*) FROM (SELECT 1 FROM memories WHERE kind IN ({marks}) LIMIT {COMMON_ROWS})", tuple(others)).scalar_one()
+        if few < COMMON_ROWS:
+            return f" WHERE f.seq NOT IN (SELECT seq FROM memories WHERE kind IN ({marks}))", others
+        kept = [k.value for k in wanted]
+        return f" JOIN memories AS m ON m.seq = f.seq WHERE m.kind IN ({', '.join('?' for _ in kept)})", kept
 
     def vector_index(self) -> VectorIndex | None:
         """The in-memory vector index, rebuilt when the store changed; embeds the rows that
