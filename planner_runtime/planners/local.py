@@ -318,8 +318,6 @@ class LocalPlanner:
 
     def _prefix_cache(self, input_ids: list[int]) -> tuple[Any, int]:
         """A KV cache holding the longest reusable prefix of ``input_ids``, and its length."""
-        from transformers import DynamicCache
-
         reused = 0
         if self.reuse_prefix_cache and self._kv is not None:
             for old, new in zip(self._kv_ids, input_ids):
@@ -333,7 +331,7 @@ class LocalPlanner:
                 self._kv.crop(-surplus)  # negative: remove from the end, in every 5.x release
             return self._kv, reused
         self._kv, self._kv_ids = None, []
-        return DynamicCache(config=self._model.config), 0
+        return growing_cache(self._model.config), 0
 
     def _forward(self, ids: list[int], cache: Any) -> "torch.Tensor":
         import torch
@@ -367,3 +365,89 @@ def _choose(logits: "torch.Tensor", sampling: Sampling, generator: "torch.Genera
         return int(order[choice])
     return int(torch.multinomial(probs, 1, generator=generator))
 
+
+
+def growing_cache(config: Any) -> Any:
+    """A ``DynamicCache`` whose full-attention layers write into buffers with room to grow.
+
+    The stock layer concatenates the whole cache with each step's keys and values, so a decode
+    step at a 1.5k-token context copies every layer's cache; here a step writes only its own
+    tokens, and the buffer is reallocated (half as large again) only when it fills up."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    cache = DynamicCache(config=config)
+    cache.layers = [_GrowingLayer() if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    return cache
+
+
+def _growing_layer_class() -> type:
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        _kbuf: Any = None
+        _vbuf: Any = None
+        _n = 0
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            n, add = self._n, key_states.shape[-2]
+            buf = self._kbuf
+            if buf is None or n + add > buf.shape[-2] or buf.shape[:2] != key_states.shape[:2]:
+                room = max(64, (n + add) * 3 // 2)
+                kbuf = key_states.new_empty(*key_states.shape[:2], room, key_states.shape[-1])
+                vbuf = value_states.new_empty(*value_states.shape[:2], room, value_states.shape[-1])
+                if n:
+                    kbuf[..., :n, :] = self.keys
+                    vbuf[..., :n, :] = self.values
+                self._kbuf, self._vbuf = kbuf, vbuf
+            self._kbuf[..., n : n + add, :] = key_states
+            self._vbuf[..., n : n + add, :] = value_states
+            self._view(n + add)
+            return self.keys, self.values
+
+        def _view(self, n: int) -> None:
+            self._n = n
+            self.keys, self.values = self._kbuf[..., :n, :], self._vbuf[..., :n, :]
+
+        def get_seq_length(self) -> int:
+            return self._n
+
+        def crop(self, tokens_to_remove: int) -> None:
+            if tokens_to_remove > 0:
+                raise ValueError("crop takes a negative number of tokens to remove from the end")
+            if tokens_to_remove and self._kbuf is not None:
+                self._view(max(0, self._n + tokens_to_remove))
+
+        def batch_select_indices(self, indices: Any) -> None:
+            if self._kbuf is not None:
+                self._kbuf, self._vbuf = self._kbuf[indices], self._vbuf[indices]
+                self._view(self._n)
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            if self._kbuf is not None:
+                self._kbuf = self._kbuf.repeat_interleave(repeats, dim=0)
+                self._vbuf = self._vbuf.repeat_interleave(repeats, dim=0)
+                self._view(self._n)
+
+        def reset(self) -> None:
+            self._kbuf = self._vbuf = None
+            self._n = 0
+            super().reset()
+
+    return GrowingLayer
+
+
+class _LazyGrowingLayer:
+    """Builds the layer class on first use, so importing this module does not import transformers."""
+
+    cls: type | None = None
+
+    def __call__(self) -> Any:
+        if self.cls is None:
+            self.cls = _growing_layer_class()
+        return self.cls()
+
+
+_GrowingLayer = _LazyGrowingLayer()

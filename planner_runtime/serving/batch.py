@@ -23,7 +23,7 @@ from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
-from planner_runtime.planners.local import LocalPlanner, _choose, _mask
+from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
 from planner_runtime.serving.attention import install
 
@@ -138,8 +138,6 @@ class BatchDecoder:
 
     def _shared_prefix(self, rows: list[_Row]) -> Any:
         """A KV cache of the rows' common start, one row wide; leaves each row's rest pending."""
-        from transformers import DynamicCache
-
         first = rows[0].pending
         common = min(len(r.pending) for r in rows) - 1  # every row keeps a token to give logits
         for r in rows[1:]:
@@ -157,7 +155,7 @@ class BatchDecoder:
                     break
                 reused += 1
         if reused == 0:
-            self._prefix_kv = DynamicCache(config=self.planner.model.config)
+            self._prefix_kv = growing_cache(self.planner.model.config)
         elif self._prefix_kv.get_seq_length() > reused:
             self._prefix_kv.crop(reused - self._prefix_kv.get_seq_length())  # negative: drop from the end
         if len(prefix) > reused:
@@ -171,13 +169,12 @@ class BatchDecoder:
 
     def _run(self, rows: list[_Row]) -> None:
         import torch
-        from transformers import DynamicCache
 
         from planner_runtime.serving.attention import SharedPrefix
 
         common = self._shared_prefix(rows)
         width = len(rows)
-        cache = DynamicCache(config=self.planner.model.config)
+        cache = growing_cache(self.planner.model.config)
         prefix: SharedPrefix | None = None
         if self._shared:
             prefix = SharedPrefix.of(self._prefix_kv)  # one copy, attended by every row
