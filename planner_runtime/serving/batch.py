@@ -1,12 +1,13 @@
 """Batched decoding for the local planner: several chats through one model at once.
 
 On a CPU a small model's decode step costs about the same for eight rows as for one (it is
-bound by per-layer overhead, not arithmetic), so the server decodes concurrent requests together.
-The prompts' common start (system prompt and tools) is computed once, kept across batches as a
-one-row KV cache, and copied to every row; each row's own tokens follow it. Rows move at their own
-pace: every step each live row feeds what it has pending — one sampled token, or that plus the
-tokens its grammar forces — left-padded to the longest row of the step with masked positions, and
-explicit position ids keep each row's numbering free of the holes. Every row has its own grammar
+bound by reading the weights, not by arithmetic), so the server decodes concurrent requests
+together. The prompts' common start (system prompt and tools) is computed once, kept across
+batches as a one-row KV cache, and attended by every row without being copied
+(:mod:`~planner_runtime.serving.attention`). Rows are packed, not padded: every step the live
+rows' pending tokens — one sampled token, or that plus the tokens its grammar forces — follow
+each other in one sequence, a mask lets each token see the prefix and its own row's earlier
+tokens, and explicit position ids number each row on its own. Every row has its own grammar
 matcher (constrained to the offered tools, or to one named tool) and its own sampler, so a row
 decodes what :class:`~planner_runtime.planners.local.LocalPlanner` alone would, up to float noise.
 """
@@ -173,45 +174,46 @@ class BatchDecoder:
         from planner_runtime.serving.attention import SharedPrefix
 
         common = self._shared_prefix(rows)
-        width = len(rows)
         cache = growing_cache(self.planner.model.config)
         prefix: SharedPrefix | None = None
         if self._shared:
             prefix = SharedPrefix.of(self._prefix_kv)  # one copy, attended by every row
-            seen = torch.zeros((width, 0), dtype=torch.bool)
-        else:  # a model outside the attention registry: each row gets its own copy
+            owner = torch.empty(0, dtype=torch.long)
+        else:  # a model outside the attention registry: the prefix leads the packed sequence
             for index, layer in enumerate(self._prefix_kv.layers):
                 if getattr(layer, "keys", None) is not None and layer.keys.numel():
-                    cache.update(layer.keys.repeat(width, 1, 1, 1), layer.values.repeat(width, 1, 1, 1), index)
-            seen = torch.ones((width, common), dtype=torch.bool)
+                    cache.update(layer.keys.clone(), layer.values.clone(), index)
+            owner = torch.full((common,), -1, dtype=torch.long)
         forwards = 0
         while True:
             for r in rows:
                 self._take_forced(r)
-            live = [r for r in rows if not r.done]
+            live = [(b, r) for b, r in enumerate(rows) if not r.done]
             if not live:
                 break
-            span = max(len(r.pending) for r in live)
-            ids = torch.zeros((width, span), dtype=torch.long)
-            fresh = torch.zeros((width, span), dtype=torch.bool)
-            positions = torch.zeros((width, span), dtype=torch.long)
-            for b, r in enumerate(rows):
-                n = len(r.pending) if not r.done else 0
-                positions[b] = r.position + torch.arange(span) - (span - n)
-                if n:
-                    ids[b, span - n:] = torch.tensor(r.pending)
-                    fresh[b, span - n:] = True
-                    r.position += n
-            past = seen.shape[1]
-            seen = torch.cat([seen, fresh], dim=1)
-            # Left padding keeps every row's new tokens at the right end, so causality is by column.
+            # Packed, not padded: the live rows' pending tokens follow each other in one sequence;
+            # the mask lets a token see the prefix and its own row's earlier tokens only.
+            ids: list[int] = []
+            positions: list[int] = []
+            mine: list[int] = []
+            last: list[int] = []
+            for b, r in live:
+                n = len(r.pending)
+                ids += r.pending
+                positions += range(r.position, r.position + n)
+                mine += [b] * n
+                r.position += n
+                last.append(len(ids) - 1)
+            past, span = owner.numel(), len(ids)
+            query_owner = torch.tensor(mine, dtype=torch.long)
+            owner = torch.cat([owner, query_owner])
             causal = torch.arange(past + span)[None, :] <= (past + torch.arange(span))[:, None]
-            mask = (seen[:, None, None, :] & causal[None, None]) if prefix is not None else seen.long()
-            logits = self._forward(ids, cache, mask, positions.clamp(min=0), prefix)
+            visible = (owner[None, :] == query_owner[:, None]) | (owner[None, :] < 0)
+            mask = (visible & causal)[None, None]
+            logits = self._forward(torch.tensor([ids]), cache, mask, torch.tensor([positions]), prefix, torch.tensor(last))
             forwards += 1
-            for b, r in enumerate(rows):
-                if not r.done:
-                    self._sample(r, logits[b])
+            for k, (_, r) in enumerate(live):
+                self._sample(r, logits[0, k])
         self.last_forward_passes = forwards
 
     def _take_forced(self, r: _Row) -> None:
@@ -243,16 +245,19 @@ class BatchDecoder:
             r.done = True
 
     def _forward(
-        self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor | None", positions: "torch.Tensor | None", prefix: Any = None
+        self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor | None", positions: "torch.Tensor | None",
+        prefix: Any = None, keep: "torch.Tensor | None" = None,
     ) -> "torch.Tensor":
+        """Logits at the ``keep`` positions (``[1, len(keep), vocab]``), or at the last one."""
         model = self.planner.model
         extra: dict[str, Any] = {}
         if mask is not None:
             extra = {"attention_mask": mask.to(model.device), "position_ids": positions.to(model.device)}  # type: ignore[union-attr]
         if prefix is not None:
             extra["shared_prefix"] = prefix
-        out = model(input_ids=ids.to(model.device), **{self._cache_kwarg: cache}, **extra, use_cache=True, logits_to_keep=1)
-        return out.logits[:, -1]
+        to_keep = keep.to(model.device) if keep is not None else 1
+        out = model(input_ids=ids.to(model.device), **{self._cache_kwarg: cache}, **extra, use_cache=True, logits_to_keep=to_keep)
+        return out.logits
 
     def _output(self, r: _Row, elapsed: float, batch: int) -> PlannerOutput:
         text = r.prefill + self.planner.tokenizer.decode(r.generated, skip_special_tokens=False)
