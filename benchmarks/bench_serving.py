@@ -7,7 +7,12 @@ one client, then from N concurrent clients. Prints both wall times, requests per
 ratio, the batch sizes the engine ran, and the process RSS (the embedded planner and its caches).
 A warm-up request first, so both runs start with the shared prefix cached.
 
-    python benchmarks/bench_serving.py [--clients 8] [--tokens 40]
+``--tools all`` (the default) offers every tool of the default toolset, the longest prompt
+(~5.8k tokens); ``--tools goal`` offers what a real episode would get for each goal
+(:func:`~planner_runtime.harness.toolbox.for_goal`: the general tools and the apps the goal bears
+on), so prompts are shorter and differ between goals after the tools they share.
+
+    python benchmarks/bench_serving.py [--clients 8] [--tokens 40] [--tools all|goal]
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import time
 
 from planner_runtime.contract import Message, Role
 from planner_runtime.harness.episode import SYSTEM_PROMPT
-from planner_runtime.harness.toolbox import default_toolset
+from planner_runtime.harness.toolbox import default_toolset, for_goal
 from planner_runtime.planners import Sampling
 from planner_runtime.planners.local import LocalPlanner
 from planner_runtime.planners.openai_compat import OpenAIPlanner
@@ -57,21 +62,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=40)
+    parser.add_argument("--tools", choices=("all", "goal"), default="all")
     args = parser.parse_args()
     goals = (GOALS * 4)[: args.clients]
-    tools = default_toolset().specs()
+    every = default_toolset()
+
+    def tools_for(goal: str) -> list:
+        return every.specs() if args.tools == "all" else for_goal(every, goal).specs()
     sampling = Sampling(max_new_tokens=args.tokens)
 
     planner = LocalPlanner()
     with PlannerServer(planner, model_name="smol", max_batch=args.clients) as server:
         print(f"model loaded; RSS {rss_mb():.0f} MB")
         client = OpenAIPlanner(server.base_url, "smol", timeout=600)
-        warm = client.plan(chat("Set an alarm for 7:00"), tools, sampling=sampling)
+        warm = client.plan(chat("Set an alarm for 7:00"), tools_for("Set an alarm for 7:00"), sampling=sampling)
         print(f"prompt {warm.usage.prompt_tokens} tokens; warm-up answer: {warm.text[-60:]!r}")
 
         server.engine.batches.clear()
         started = time.perf_counter()
-        seq = [client.plan(chat(g), tools, sampling=sampling) for g in goals]
+        seq = [client.plan(chat(g), tools_for(g), sampling=sampling) for g in goals]
         sequential_s = time.perf_counter() - started
 
         server.engine.batches.clear()
@@ -79,7 +88,7 @@ def main() -> None:
 
         def one(i: int) -> None:
             with OpenAIPlanner(server.base_url, "smol", timeout=600) as own:
-                outs[i] = own.plan(chat(goals[i]), tools, sampling=sampling)
+                outs[i] = own.plan(chat(goals[i]), tools_for(goals[i]), sampling=sampling)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(goals))]
         started = time.perf_counter()

@@ -372,7 +372,7 @@ def growing_cache(config: Any) -> Any:
 
     The stock layer concatenates the whole cache with each step's keys and values, so a decode
     step at a 1.5k-token context copies every layer's cache; here a step writes only its own
-    tokens, and the buffer is reallocated (half as large again) only when it fills up."""
+    tokens, and the buffer is reallocated (an eighth larger) only when it fills up."""
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 
@@ -395,7 +395,7 @@ def _growing_layer_class() -> type:
             n, add = self._n, key_states.shape[-2]
             buf = self._kbuf
             if buf is None or n + add > buf.shape[-2] or buf.shape[:2] != key_states.shape[:2]:
-                room = max(64, (n + add) * 3 // 2)
+                room = n + add + max(64, (n + add) // 8)  # little slack: a long prefix's cache is big
                 kbuf = key_states.new_empty(*key_states.shape[:2], room, key_states.shape[-1])
                 vbuf = value_states.new_empty(*value_states.shape[:2], room, value_states.shape[-1])
                 if n:
