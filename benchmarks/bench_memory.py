@@ -7,7 +7,8 @@ encoding. Prints medians (ms) and ratios for:
   fts only            — FTS5 BM25 candidates + scoring, no embeddings (the --no-embeddings path)
   hybrid, cached      — FTS5 + vector index, query vector from the cache (a repeated goal)
   hybrid, new query   — the same with the query encoded by MiniLM on the spot
-  query encoding      — MiniLM on one query alone
+  query encoding      — MiniLM on one query alone (QueryEncoder), and through BertModel as
+                        documents are encoded (the path queries took before)
   exact scan          — hybrid with the sign-bit prefilter off (every vector scored)
   + touch             — hybrid, cached, also writing last_used_at of the hits
   episode context     — what an episode start costs (reminders + search + formatting)
@@ -143,7 +144,7 @@ def main() -> None:
             cached = median_ms(lambda i: store.search(QUERIES[i % len(QUERIES)], touch=False), args.iterations)
             touched = median_ms(lambda i: store.search(QUERIES[i % len(QUERIES)]), args.iterations)
             fresh = median_ms(lambda i: store.search(f"{QUERIES[i % len(QUERIES)]} x{i}", touch=False), min(args.iterations, 100))
-            encode = median_ms(lambda i: embedder.encode([f"{QUERIES[i % len(QUERIES)]} y{i}"]), min(args.iterations, 100))
+            encode = median_ms(lambda i: embedder.encode_query(f"{QUERIES[i % len(QUERIES)]} y{i}"), min(args.iterations, 100))
             context = median_ms(lambda i: episode_context(store, QUERIES[i % len(QUERIES)]), args.iterations)
             index = store.vector_index()
             qvecs = [embedder.encode_query(q) for q in QUERIES]
@@ -155,9 +156,12 @@ def main() -> None:
                 gaps.append(float(index.matrix[exact_top[-1]] @ v) - got[-1][1])
             memory_retrieval.EXACT_LIMIT, index.bits = 10**9, None
             exact = median_ms(lambda i: store.search(QUERIES[i % len(QUERIES)], touch=False), args.iterations)
+            # last: BertModel's two intra-op threads spin on after it and slow what follows
+            encode_bert = median_ms(lambda i: embedder.encode([f"{QUERIES[i % len(QUERIES)]} z{i}"]), min(args.iterations, 100))
         print(f"hybrid, cached query {cached:8.2f} ms  {cached / t_fts:5.2f}x fts")
         print(f"hybrid, new query    {fresh:8.2f} ms  {fresh / cached:5.2f}x cached")
         print(f"query encoding alone {encode:8.2f} ms  ({encode / fresh:.0%} of a new query's search)")
+        print(f"  through BertModel  {encode_bert:8.2f} ms  {encode_bert / encode:5.2f}x QueryEncoder")
         print(f"exact scan, cached   {exact:8.2f} ms  {exact / cached:5.2f}x the prefiltered scan")
         print(f"hybrid + touch       {touched:8.2f} ms  {touched / cached:5.2f}x cached")
         print(f"episode context      {context:8.2f} ms")

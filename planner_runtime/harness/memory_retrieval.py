@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
-from planner_runtime.harness.memory_encoder import one_thread
 from planner_runtime.harness.memory_records import MemoryKind
 
 EXACT_LIMIT = 20_000  # rows scanned exactly; above this, sign bits pick the rows to rescore
@@ -93,7 +91,7 @@ class VectorIndex:
         wanted = np.asarray(seqs, dtype=np.int64)
         at = np.minimum(np.searchsorted(self.seqs, wanted), len(self.seqs) - 1)
         found = self.seqs[at] == wanted
-        sims = self.matrix[at[found]] @ query
+        sims = _dot(self.matrix[at[found]], query)
         return dict(zip(wanted[found].tolist(), sims.tolist()))
 
     def top(self, query: np.ndarray, n: int, kinds: set[MemoryKind] | None = None) -> list[tuple[int, float]]:
@@ -153,15 +151,10 @@ def nearest(distance: np.ndarray, take: int) -> np.ndarray:
 
 
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """``matrix @ vector``, through torch on one thread when torch is loaded (it is whenever
-    queries are embedded): numpy's BLAS threads and torch's would otherwise hand the cores back
-    and forth between encoding a query and scanning, and a few thousand rows gain nothing from
-    a second thread that a busy machine can stall."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return matrix @ vector
-    with one_thread():
-        return torch.from_numpy(matrix).mv(torch.from_numpy(np.ascontiguousarray(vector, dtype=np.float32))).numpy()
+    """``matrix @ vector`` on the calling thread, in numpy's own loops: OpenBLAS's threaded
+    gemv spent milliseconds per call for its first few hundred calls here, and two threads
+    of torch's stall on a busy machine (7 ms for 2,000 rows instead of 0.2)."""
+    return np.einsum("ij,j->i", matrix, np.asarray(vector, dtype=np.float32))
 
 
 def recency_factor(last: datetime, now: datetime) -> float:

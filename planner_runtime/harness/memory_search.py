@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Iterable, Literal
 
 import numpy as np
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import DateTime, bindparam, select, update
 from sqlalchemy.engine import Connection
 
 from planner_runtime.contract import utcnow
 from planner_runtime.harness.memory_embeddings import Embedder, default_embedder
-from planner_runtime.harness.memory_records import Hit, MemoryKind
+from planner_runtime.harness.memory_records import Hit, Memory, MemoryKind
 from planner_runtime.harness.memory_retrieval import VectorIndex, final_score, match_expr, query_terms
 from planner_runtime.harness.memory_store import RECORD_COLUMNS, MemoryRows, row_to_memory, memories
 from planner_runtime.sqlite_file import aware
@@ -32,9 +33,20 @@ RECENT_SCAN = 1000  # with only common words, the newest matches scored
 _COUNT_CAPPED = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
 
 
+_COLUMNS = [c.name for c in RECORD_COLUMNS]
+_ID, _KIND, _CONFIDENCE, _CREATED, _LAST_USED, _EXPIRES = (_COLUMNS.index(x) for x in ("id", "kind", "confidence", "created_at", "last_used_at", "expires_at"))
+_DATETIMES = frozenset(c.name for c in RECORD_COLUMNS if isinstance(c.type, DateTime))
+
+
 def _when(stored: str | datetime) -> datetime:
     """A datetime column as SQLAlchemy writes it to SQLite (ISO text, UTC), aware."""
     return aware(stored if isinstance(stored, datetime) else datetime.fromisoformat(stored))
+
+
+def _record(raw: tuple) -> Memory:
+    """A memory from a raw row of :data:`_COLUMNS`."""
+    values = {name: _when(v) if name in _DATETIMES and v is not None else v for name, v in zip(_COLUMNS, raw)}
+    return row_to_memory(SimpleNamespace(**values))
 
 
 class MemoryStore(MemoryRows):
@@ -85,18 +97,20 @@ class MemoryStore(MemoryRows):
         best_lexical = max(lexical.values(), default=0.0) or 1.0
         scored = []
         with self.engine.connect() as conn:
-            for seq, memory_id, kind, confidence, last, expires in self._score_columns(conn, seqs, wanted):
-                if expires is not None and _when(expires) <= now:
-                    continue
-                lex = max(lexical.get(seq, 0.0), 0.0) / best_lexical
-                sem = semantic.get(seq, 0.0)
-                score = final_score(MemoryKind(kind), confidence, _when(last), lex, sem, with_embeddings=qvec is not None, now=now)
-                if score >= min_score and score > 0:
-                    scored.append((-score, memory_id, seq, lex, sem))
-            scored.sort(key=lambda item: item[:2])
-            scored = scored[:k]
-            records = {row.seq: row for row in conn.execute(select(*RECORD_COLUMNS).where(memories.c.seq.in_([x[2] for x in scored])))} if scored else {}
-        hits = [Hit(memory=row_to_memory(records[seq]), score=round(-neg, 6), lexical=round(lex, 6), semantic=round(sem, 6)) for neg, _, seq, lex, sem in scored if seq in records]
+            candidates = self._candidate_rows(conn, seqs, wanted)
+        for raw in candidates:  # scored from the stored values; records are built for the hits only
+            expires = raw[_EXPIRES]
+            if expires is not None and _when(expires) <= now:
+                continue
+            seq = raw[0]
+            lex = max(lexical.get(seq, 0.0), 0.0) / best_lexical
+            sem = semantic.get(seq, 0.0)
+            last = _when(raw[_LAST_USED] or raw[_CREATED])
+            score = final_score(MemoryKind(raw[_KIND]), raw[_CONFIDENCE], last, lex, sem, with_embeddings=qvec is not None, now=now)
+            if score >= min_score and score > 0:
+                scored.append((-score, raw[_ID], raw, lex, sem))
+        scored.sort(key=lambda item: item[:2])
+        hits = [Hit(memory=_record(raw), score=round(-neg, 6), lexical=round(lex, 6), semantic=round(sem, 6)) for neg, _, raw, lex, sem in scored[:k]]
         if touch:
             self.touch([h.memory.id for h in hits], now)
         return hits
@@ -116,12 +130,10 @@ class MemoryStore(MemoryRows):
         super().close()
 
     @staticmethod
-    def _score_columns(conn: Connection, seqs: set[int], wanted: set[MemoryKind] | None) -> list[tuple]:
-        """(seq, id, kind, confidence, last used or created, expires) of the candidates, as
-        stored: a memory record (pydantic, four datetimes through SQLAlchemy's parsers) is
-        built only for the k hits."""
-        marks = ", ".join("?" for _ in seqs)
-        sql = f"SELECT seq, id, kind, confidence, coalesce(last_used_at, created_at), expires_at FROM memories WHERE seq IN ({marks})"
+    def _candidate_rows(conn: Connection, seqs: set[int], wanted: set[MemoryKind] | None) -> list[tuple]:
+        """The record columns of the candidates as SQLite stores them, in one query: SQLAlchemy's
+        row processing and pydantic records for a hundred candidates cost more than scoring them."""
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE seq IN ({', '.join('?' for _ in seqs)})"
         params: list = list(seqs)
         if wanted is not None:
             sql += f" AND kind IN ({', '.join('?' for _ in wanted)})"

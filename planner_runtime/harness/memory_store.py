@@ -10,6 +10,7 @@ another one's writes and rebuilds its in-memory vector index. Ranked retrieval l
 from __future__ import annotations
 
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Iterable, Iterator
 
 from sqlalchemy import (
@@ -84,7 +85,8 @@ _FTS_DDL = (
 
 
 
-def row_to_memory(row: Row) -> Memory:
+def row_to_memory(row: Row | SimpleNamespace) -> Memory:
+    """A record from a row of the record columns (any object with them as attributes)."""
     trigger = Trigger(kind=TriggerKind(row.trigger_kind), value=row.trigger_value) if row.trigger_kind else None
     return Memory(
         id=row.id,

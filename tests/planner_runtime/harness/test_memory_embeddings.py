@@ -103,3 +103,49 @@ def test_without_the_package_retrieval_is_fts_only(tmp_path, monkeypatch):
         hits = store.search("wake up alarm")
         assert [h.memory.text for h in hits] == ["I wake up at 6:45 on weekdays"] and hits[0].semantic == 0
         assert store.search("what time do I get out of bed") == []
+
+
+_SENTENCES = [
+    "what time do I get out of bed in the morning",
+    "I wake up at 6:45 on weekdays",
+    "My sister Ada lives in London near the station",
+    "which coffee do I like",
+    "I prefer oat milk in my coffee on Saturdays",
+    'asked "Set an alarm for 7:30"; done, and the check passed',
+    "The dentist is Dr Smith, his number is +1 555 0100",
+    "Remind me to move the Saturday alarm when I open Clock",
+]
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_a_query_vector_matches_bert_models_and_leaves_torchs_threads_alone(minilm):
+    import torch
+
+    from planner_runtime.harness.memory_encoder import QueryEncoder
+
+    reference = minilm.encode(_SENTENCES)  # BertModel, as documents are encoded
+    threads = torch.get_num_threads()
+    fast = np.stack([minilm.encode_query(s) for s in _SENTENCES])  # the default: bfloat16 where native
+    assert torch.get_num_threads() == threads
+    assert (fast * reference).sum(1).min() > 0.9995
+    exact = QueryEncoder.from_bert(minilm._model, precision="float32")
+    ids = minilm._tokenizer(_SENTENCES[0])["input_ids"]
+    assert float(exact(ids) @ reference[0]) > 0.99999
+    # the same neighbours, in the same order, for every sentence as a query
+    assert [list(np.argsort(-(reference @ v))) for v in fast] == [list(np.argsort(-(reference @ v))) for v in reference]
+
+
+def test_the_sign_bit_cut_keeps_the_nearest_rows_and_their_ties():
+    from planner_runtime.harness.memory_retrieval import hamming, nearest
+
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 2**63, size=(6, 5000), dtype=np.uint64)
+    query = rng.integers(0, 2**63, size=6, dtype=np.uint64)
+    distance = hamming(bits, query)
+    brute = np.array([sum(bin(int(bits[w, i]) ^ int(query[w])).count("1") for w in range(6)) for i in range(5000)])
+    assert (distance == brute).all()
+    near = nearest(distance, 100)
+    cut = np.sort(brute)[99]
+    assert set(near) == set(np.flatnonzero(brute <= cut))  # the 100 closest and every row tied with the 100th
+    assert len(nearest(np.zeros(5000, np.uint16), 100)) == 100  # a tie wider than the cut is cut

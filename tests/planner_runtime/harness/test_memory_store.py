@@ -93,6 +93,32 @@ def test_a_preference_outranks_an_equally_relevant_episode_and_newer_outranks_ol
     assert mem.search("tea sugar", kinds=[MemoryKind.fact], touch=False)[-1].memory.id == unsure.id
 
 
+def test_a_kind_filter_keeps_only_those_kinds_whether_the_others_are_few_or_many(mem, monkeypatch):
+    from planner_runtime.harness import memory_search
+
+    monkeypatch.setattr(memory_search, "COMMON_ROWS", 20)
+    mem.add(Memory(kind="intent", text="coffee beans to buy", trigger=Trigger.parse("app:Shopping")))
+    prefs = [_add(mem, f"I like coffee number {i}", "preference") for i in range(3)]
+    # few rows of the other kinds (one intent): left out through the kind index
+    hits = mem.search("coffee", k=10, kinds=[MemoryKind.preference, MemoryKind.fact, MemoryKind.episodic], touch=False)
+    assert {h.memory.id for h in hits} == {p.id for p in prefs}
+    # many rows of the other kinds: each match is looked up; preferences still come back
+    mem.add_many(Memory(kind="episodic", text=f"asked for coffee at {i}") for i in range(40))
+    hits = mem.search("coffee", k=10, kinds=[MemoryKind.preference], touch=False)
+    assert {h.memory.id for h in hits} == {p.id for p in prefs}
+    assert {h.memory.kind for h in mem.search("coffee", k=50, kinds=[MemoryKind.intent, MemoryKind.episodic], touch=False)} == {MemoryKind.intent, MemoryKind.episodic}
+
+
+def test_a_hit_carries_the_whole_stored_record(mem):
+    now = utcnow()
+    intent = mem.add(Memory(kind="intent", text="Move the dentist appointment", trigger=Trigger.parse("app:Calendar"), expires_at=now + timedelta(days=3), confidence=0.8))
+    mem.mark_fired([intent.id], now - timedelta(hours=1))
+    mem.touch([intent.id], now - timedelta(hours=2))
+    hit = mem.search("dentist appointment", touch=False)[0]
+    assert hit.memory == mem.get(intent.id)
+    assert hit.memory.trigger == intent.trigger and hit.memory.expires_at == intent.expires_at and hit.memory.fired_at is not None
+
+
 def test_search_marks_what_it_returned_as_used(mem):
     m = _add(mem, "I wake up at 6:45", created_at=utcnow() - timedelta(days=60))
     assert mem.get(m.id).last_used_at is None
