@@ -79,11 +79,6 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self.seqs)
 
-    def similarity(self, seq: int, query: np.ndarray) -> float:
-        """Cosine of row ``seq`` with ``query``; 0 for a row without a vector."""
-        i = int(np.searchsorted(self.seqs, seq))
-        return float(self.matrix[i] @ query) if i < len(self.seqs) and self.seqs[i] == seq else 0.0
-
     def similarities(self, seqs: list[int], query: np.ndarray) -> dict[int, float]:
         """Cosines of rows ``seqs`` with ``query``, for those that have a vector."""
         if not seqs or not len(self):

@@ -4,8 +4,10 @@
 A search takes FTS5 candidates (bounded work even for words in thousands of rows) and the
 nearest vectors from an in-memory index (rebuilt when the file's generation changes, embedding
 rows that have no vector yet), then ranks the union by
-:func:`~planner_runtime.harness.memory_retrieval.final_score`. Without the embedding package
-(or with ``embedder=None``) retrieval is FTS5 only and the model is never loaded.
+:func:`~planner_runtime.harness.memory_retrieval.final_score`. A new query is embedded on the
+store's own thread while FTS5 runs; candidates are scored from their raw columns and full
+records are built only for the hits. Without the embedding package (or with
+``embedder=None``) retrieval is FTS5 only and the model is never loaded.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from planner_runtime.sqlite_file import aware
 CANDIDATES = 50  # taken from each of FTS5 and the vector index before the final ranking
 COMMON_ROWS = 2000  # a word in this many rows is too common to score every match of
 RECENT_SCAN = 1000  # with only common words, the newest matches scored
+TERM_COUNTS_KEPT = 10_000  # words whose match counts are remembered
+_GENERATION_AND_LAST = "SELECT (SELECT value FROM memory_meta WHERE key = 'generation'), (SELECT max(seq) FROM memories)"
 _COUNT_CAPPED = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
 
 
@@ -60,6 +64,8 @@ class MemoryStore(MemoryRows):
         self._index: VectorIndex | None = None
         self._index_generation = -1
         self._encoder_thread: ThreadPoolExecutor | None = None
+        self._counts: dict[str, int] = {}
+        self._counts_generation = -1
 
     def open(self) -> MemoryStore:
         super().open()
@@ -149,8 +155,9 @@ class MemoryStore(MemoryRows):
         if not terms:
             return {}
         newest_only = False
-        if (conn.exec_driver_sql("SELECT max(seq) FROM memories").scalar() or 0) > COMMON_ROWS:
-            counts = {t: conn.exec_driver_sql(_COUNT_CAPPED, (match_expr([t]), COMMON_ROWS)).scalar_one() for t in terms}
+        generation, last_seq = conn.exec_driver_sql(_GENERATION_AND_LAST).one()
+        if (last_seq or 0) > COMMON_ROWS:
+            counts = self._term_counts(conn, terms, generation)
             rare = [t for t in terms if 0 < counts[t] < COMMON_ROWS]
             terms, newest_only = (rare, False) if rare else ([t for t in terms if counts[t]], True)
             if not terms:
@@ -161,6 +168,16 @@ class MemoryStore(MemoryRows):
         kind_filter, kind_params = self._kind_filter(conn, wanted)
         sql = f"SELECT f.seq, f.bm25 FROM ({inner}) AS f{kind_filter} ORDER BY f.bm25 LIMIT {CANDIDATES}"
         return {seq: -bm25 for seq, bm25 in conn.exec_driver_sql(sql, (match_expr(terms), *kind_params))}
+
+    def _term_counts(self, conn: Connection, terms: list[str], generation: int) -> dict[str, int]:
+        """How many rows each term matches, capped at COMMON_ROWS; kept until the store
+        changes, since the same words come back in query after query."""
+        if generation != self._counts_generation or len(self._counts) > TERM_COUNTS_KEPT:
+            self._counts, self._counts_generation = {}, generation
+        for term in terms:
+            if term not in self._counts:
+                self._counts[term] = conn.exec_driver_sql(_COUNT_CAPPED, (match_expr([term]), COMMON_ROWS)).scalar_one()
+        return {term: self._counts[term] for term in terms}
 
     @staticmethod
     def _kind_filter(conn: Connection, wanted: set[MemoryKind] | None) -> tuple[str, list[str]]:
