@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterable, Literal
 
 import numpy as np
@@ -35,8 +35,6 @@ RECENT_SCAN = 1000  # with only common words, the newest matches scored
 TERM_COUNTS_KEPT = 10_000  # words whose match counts are remembered
 _GENERATION_AND_LAST = "SELECT (SELECT value FROM memory_meta WHERE key = 'generation'), (SELECT max(seq) FROM memories)"
 _COUNT_CAPPED = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
-
-
 _COLUMNS = [c.name for c in RECORD_COLUMNS]
 _ID, _KIND, _CONFIDENCE, _CREATED, _LAST_USED, _EXPIRES = (_COLUMNS.index(x) for x in ("id", "kind", "confidence", "created_at", "last_used_at", "expires_at"))
 _DATETIMES = frozenset(c.name for c in RECORD_COLUMNS if isinstance(c.type, DateTime))
