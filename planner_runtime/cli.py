@@ -9,6 +9,7 @@ their own modules. Anything slow shows progress; ``--json`` gives machine-readab
 from __future__ import annotations
 
 import logging
+import signal
 from pathlib import Path
 from typing import Optional
 
@@ -164,11 +165,16 @@ def serve(
         server.stop()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 @phone_app.command("serve")
 def phone_serve(
     port: int = typer.Option(5555, "--port", help="TCP port for the adb transport (5555-5585 are auto-attached by adb); 0: any free port."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
-    count: int = typer.Option(1, "--count", "-n", min=1, max=256, help="Serve this many phones (ports PORT, PORT+1, ...) on one event loop."),
+    count: int = typer.Option(1, "--count", "-n", min=1, max=256, help="Serve this many phones (ports PORT, PORT+1, ...)."),
+    processes: int = typer.Option(1, "--processes", min=1, help="Spread the phones over this many worker processes (one core each at most)."),
     adb_keys: Optional[list[Path]] = typer.Option(
         None, "--adb-keys", exists=True, help="Require ADB authentication: trust the host keys in this adbkey.pub/adb_keys file or folder (repeat for several)."),
     accept_new_keys: bool = typer.Option(
@@ -181,7 +187,10 @@ def phone_serve(
     from device_farm.virtual import PhoneLoop, VirtualPhone
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the phones as Ctrl-C does
     keys = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
+    if processes > 1:
+        return _serve_phone_processes(count, processes, host, port, keys, accept_new_keys)
     loop = PhoneLoop().start()
     phones: list[VirtualPhone] = []
     try:
@@ -205,6 +214,31 @@ def phone_serve(
         for phone in phones:
             phone.stop()
         loop.stop()
+
+
+def _serve_phone_processes(count: int, processes: int, host: str, port: int, keys: list[Path] | None, accept_new_keys: bool) -> None:
+    import threading
+
+    from device_farm.virtual.phone_processes import PhoneProcesses, PhoneStartError
+
+    if processes > count:
+        raise fail(f"--processes {processes} is more than --count {count}")
+    farm = PhoneProcesses(count, processes, host=host, port=port, adb_keys=keys, accept_new_keys=accept_new_keys)
+    try:
+        with console.status(f"starting {count} phones in {processes} processes"):
+            farm.start()
+    except PhoneStartError as exc:
+        raise fail(str(exc)) from exc
+    except KeyboardInterrupt:
+        return
+    try:
+        for phone in farm.phones:
+            err.print(f"virtual phone {phone.serial} listening on {phone.address}; connect with: adb connect {phone.address}", soft_wrap=True)
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        farm.stop()
 
 
 for verb in (devices, collect, replay, view):  # after run, show and serve in --help
