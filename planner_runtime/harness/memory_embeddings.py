@@ -109,7 +109,7 @@ class MiniLMEmbedder:
         """One text, through a small LRU cache (the same goal is often searched more than once),
         by the lean single-sequence forward pass of :class:`QueryEncoder`."""
         key = " ".join(text.split()).lower()
-        with self._cache_lock:  # stores search from their own encoder threads
+        with self._cache_lock:  # one embedder serves every store in the process, from any thread
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)

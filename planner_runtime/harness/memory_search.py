@@ -4,21 +4,20 @@
 A search takes FTS5 candidates (bounded work even for words in thousands of rows) and the
 nearest vectors from an in-memory index (rebuilt when the file's generation changes, embedding
 rows that have no vector yet), then ranks the union by
-:func:`~planner_runtime.harness.memory_retrieval.final_score`. A new query is embedded on the
-store's own thread while FTS5 runs; candidates are scored from their raw columns and full
-records are built only for the hits. Without the embedding package (or with
+:func:`~planner_runtime.harness.memory_retrieval.final_score`. Candidates are scored from their
+raw columns and full records are built only for the hits. (Embedding the query on a second
+thread while FTS5 ran was tried: on a busy two-core machine both halves slowed down more than
+they overlapped.) Without the embedding package (or with
 ``embedder=None``) retrieval is FTS5 only and the model is never loaded.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Iterable, Literal
 
-import numpy as np
 from sqlalchemy import DateTime, bindparam, select, update
 from sqlalchemy.engine import Connection
 
@@ -61,7 +60,6 @@ class MemoryStore(MemoryRows):
         self.embedder: Embedder | None = None
         self._index: VectorIndex | None = None
         self._index_generation = -1
-        self._encoder_thread: ThreadPoolExecutor | None = None
         self._counts: dict[str, int] = {}
         self._counts_generation = -1
 
@@ -86,12 +84,9 @@ class MemoryStore(MemoryRows):
         now = now or utcnow()
         wanted = {MemoryKind(x) for x in kinds} if kinds is not None else None
         index = self.vector_index() if self.embedder is not None else None
-        pending = self._query_vector_soon(query) if index is not None and len(index) else None
-        try:
-            with self.engine.connect() as conn:
-                lexical = self._lexical(conn, query, wanted)
-        finally:
-            qvec = pending.result() if pending is not None else None
+        qvec = self.embedder.encode_query(query) if index is not None and len(index) else None  # type: ignore[union-attr]
+        with self.engine.connect() as conn:
+            lexical = self._lexical(conn, query, wanted)
         semantic = dict(index.top(qvec, CANDIDATES, wanted)) if index is not None and qvec is not None else {}
         seqs = set(lexical) | set(semantic)
         if not seqs:
@@ -118,20 +113,6 @@ class MemoryStore(MemoryRows):
         if touch:
             self.touch([h.memory.id for h in hits], now)
         return hits
-
-    def _query_vector_soon(self, query: str) -> Future[np.ndarray]:
-        """The query's vector, computed on this store's encoder thread while FTS5 runs on the
-        caller's: SQLite and torch both release the GIL, so on two cores the lexical half of a
-        new query's search costs nothing."""
-        if self._encoder_thread is None:
-            self._encoder_thread = ThreadPoolExecutor(1, thread_name_prefix="memory-query")
-        return self._encoder_thread.submit(self.embedder.encode_query, query)  # type: ignore[union-attr]
-
-    def close(self) -> None:
-        if self._encoder_thread is not None:
-            self._encoder_thread.shutdown()
-            self._encoder_thread = None
-        super().close()
 
     @staticmethod
     def _candidate_rows(conn: Connection, seqs: set[int], wanted: set[MemoryKind] | None) -> list[tuple]:
