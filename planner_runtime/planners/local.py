@@ -33,6 +33,7 @@ from planner_runtime.planners.model_store import (
     EMBEDDED_ALIASES,
     EMBEDDED_NAME,
     embedded_model_dir,
+    dtype_variant,
     is_model_dir,
     quiet_progress_bars,
     resolve_model_path,
@@ -58,7 +59,12 @@ class LocalPlanner:
     """A frozen local model behind the :class:`~planner_runtime.planners.Planner` protocol.
 
     Nothing is read until the first :meth:`plan` or an explicit :meth:`load`. ``device="auto"``
-    picks CUDA with bfloat16 when available, else the CPU in float32. ``constrained=True`` (the
+    picks CUDA when available, else the CPU; the default dtype is bfloat16 on CUDA and on CPUs
+    with native bfloat16 arithmetic (AVX512-BF16 or AMX), else float32. float32 weights wanted in
+    bfloat16 are converted once into a cached copy (:func:`model_store.dtype_variant`), so loading
+    maps half the bytes. Long prompts are prefilled ``prefill_chunk`` tokens at a time into a KV
+    buffer reserved for the whole step, which keeps a step's transient memory small and flat.
+    ``constrained=True`` (the
     default) makes every answer one schema-valid call of an offered tool; a tool list whose
     schemas cannot be compiled is decoded unconstrained, with a logged warning.
     """
@@ -78,6 +84,7 @@ class LocalPlanner:
         reuse_prefix_cache: bool = True,
         constrained: bool = True,
         cache_dir: Path | None = None,
+        prefill_chunk: int = 512,
     ) -> None:
         self.model_spec = model
         self.device = device
@@ -90,6 +97,7 @@ class LocalPlanner:
         self.reuse_prefix_cache = reuse_prefix_cache
         self.constrained = constrained
         self.cache_dir = cache_dir
+        self.prefill_chunk = prefill_chunk
         self.model_dir: Path | None = None
         self._release: str | None = None
         self._model: Any = None
@@ -166,10 +174,11 @@ class LocalPlanner:
 
         path = resolve_model_path(self.model_spec, self.cache_dir)
         device, dtype = self._placement(torch)
+        weights = dtype_variant(path, str(dtype).removeprefix("torch."), self.cache_dir)
         try:
             with quiet_progress_bars():
                 tokenizer = AutoTokenizer.from_pretrained(path)
-                model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+                model = AutoModelForCausalLM.from_pretrained(weights, dtype=dtype).to(device)
         except (OSError, ValueError) as exc:
             raise ModelProvisionError(f"could not load the model in {path}: {exc}") from exc
         model.eval()
@@ -196,7 +205,7 @@ class LocalPlanner:
         if isinstance(dtype, str):
             dtype = getattr(torch, dtype)
         if dtype is None:
-            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+            dtype = torch.bfloat16 if device.startswith("cuda") or native_bfloat16(torch) else torch.float32
         return torch.device(device), dtype
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
@@ -243,6 +252,7 @@ class LocalPlanner:
 
         with torch.inference_mode():
             cache, reused = self._prefix_cache(input_ids)
+            reserve(cache, len(input_ids) + sampling.max_new_tokens)
             self.last_reused_tokens = reused
             started = time.perf_counter()
             pending = input_ids[reused:]
@@ -334,10 +344,14 @@ class LocalPlanner:
         return growing_cache(self._model.config), 0
 
     def _forward(self, ids: list[int], cache: Any) -> "torch.Tensor":
+        """Logits after ``ids``; a long run of ids goes in chunks, so attention scores and
+        activations stay the size of one chunk whatever the prompt's length."""
         import torch
 
-        tensor = torch.tensor([ids], dtype=torch.long, device=self._model.device)
-        out = self._model(input_ids=tensor, **{self._cache_kwarg: cache}, use_cache=True, logits_to_keep=1)
+        step = max(1, self.prefill_chunk)
+        for start in range(0, len(ids), step):
+            tensor = torch.tensor([ids[start : start + step]], dtype=torch.long, device=self._model.device)
+            out = self._model(input_ids=tensor, **{self._cache_kwarg: cache}, use_cache=True, logits_to_keep=1)
         return out.logits[0, -1]
 
 
@@ -367,6 +381,21 @@ def _choose(logits: "torch.Tensor", sampling: Sampling, generator: "torch.Genera
 
 
 
+def native_bfloat16(torch: Any) -> bool:
+    """Whether this CPU computes in bfloat16 natively (AVX512-BF16 or AMX tiles)."""
+    cpu = getattr(torch, "cpu", None)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
+
+
+def reserve(cache: Any, tokens: int) -> None:
+    """Make every growing layer of ``cache`` hold ``tokens`` positions without reallocating."""
+    for layer in cache.layers:
+        grow = getattr(layer, "reserve", None)
+        if grow is not None:
+            grow(tokens)
+
+
 def growing_cache(config: Any) -> Any:
     """A ``DynamicCache`` whose full-attention layers write into buffers with room to grow.
 
@@ -388,6 +417,12 @@ def _growing_layer_class() -> type:
         _kbuf: Any = None
         _vbuf: Any = None
         _n = 0
+        _want = 0  # positions to allocate at once, from reserve()
+
+        def reserve(self, tokens: int) -> None:
+            self._want = max(self._want, tokens)
+            if self._kbuf is not None and tokens > self._kbuf.shape[-2]:
+                self._grow(self._kbuf[..., :0, :], self._vbuf[..., :0, :], tokens)
 
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
             if not self.is_initialized:
@@ -395,17 +430,24 @@ def _growing_layer_class() -> type:
             n, add = self._n, key_states.shape[-2]
             buf = self._kbuf
             if buf is None or n + add > buf.shape[-2] or buf.shape[:2] != key_states.shape[:2]:
-                room = n + add + max(64, (n + add) // 8)  # little slack: a long prefix's cache is big
-                kbuf = key_states.new_empty(*key_states.shape[:2], room, key_states.shape[-1])
-                vbuf = value_states.new_empty(*value_states.shape[:2], room, value_states.shape[-1])
-                if n:
-                    kbuf[..., :n, :] = self.keys
-                    vbuf[..., :n, :] = self.values
-                self._kbuf, self._vbuf = kbuf, vbuf
+                self._grow(key_states, value_states, n + add)
             self._kbuf[..., n : n + add, :] = key_states
             self._vbuf[..., n : n + add, :] = value_states
             self._view(n + add)
             return self.keys, self.values
+
+        def _grow(self, like_k: Any, like_v: Any, needed: int) -> None:
+            if needed <= self._want:
+                room = self._want
+            else:  # little slack: a long prefix's cache is big
+                room = needed + max(64, needed // 8)
+            kbuf = like_k.new_empty(*like_k.shape[:2], room, like_k.shape[-1])
+            vbuf = like_v.new_empty(*like_v.shape[:2], room, like_v.shape[-1])
+            if self._n:
+                kbuf[..., : self._n, :] = self._kbuf[..., : self._n, :]
+                vbuf[..., : self._n, :] = self._vbuf[..., : self._n, :]
+            self._kbuf, self._vbuf = kbuf, vbuf
+            self._view(self._n)
 
         def _view(self, n: int) -> None:
             self._n = n

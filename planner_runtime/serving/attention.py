@@ -65,6 +65,11 @@ def shared_prefix_attention(
     scale = scaling if scaling is not None else dim**-0.5
     pk = shared_prefix.keys[module.layer_idx][0]  # [kv_heads, P, d]
     pv = shared_prefix.values[module.layer_idx][0]
+    out_dtype = query.dtype
+    if out_dtype != torch.float32:
+        # SDPA (the single-chat path) accumulates half-precision products in float32; products
+        # rounded to bfloat16 here would make batched rows drift from what a chat decodes alone.
+        query, key, value, pk, pv = (t.float() for t in (query, key, value, pk, pv))
     length = pk.shape[1]
 
     # Prefix part: all rows' queries of a kv head in one matrix, so the prefix is read once.
@@ -81,12 +86,12 @@ def shared_prefix_attention(
             scores[..., length:].masked_fill_(~attention_mask[:, :, None], low)
         else:
             scores[..., length:].add_(attention_mask[:, :, None])
-    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32)
 
     pp = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * groups * q, length)
     out = torch.bmm(pp, pv).view(kv_heads, rows, groups, q, dim).transpose(0, 1)
     out = out + torch.matmul(probs[..., length:].reshape(rows, kv_heads, groups * q, -1), value).view(rows, kv_heads, groups, q, dim)
-    return out.reshape(rows, heads, q, dim).transpose(1, 2).contiguous(), None
+    return out.reshape(rows, heads, q, dim).transpose(1, 2).to(out_dtype).contiguous(), None
 
 
 def install(model: Any) -> bool:

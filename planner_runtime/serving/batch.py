@@ -24,7 +24,7 @@ from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
-from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache
+from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache, reserve
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
 from planner_runtime.serving.attention import install
 
@@ -159,8 +159,10 @@ class BatchDecoder:
             self._prefix_kv = growing_cache(self.planner.model.config)
         elif self._prefix_kv.get_seq_length() > reused:
             self._prefix_kv.crop(reused - self._prefix_kv.get_seq_length())  # negative: drop from the end
-        if len(prefix) > reused:
-            self._forward(torch_tensor([prefix[reused:]]), self._prefix_kv, None, None)
+        reserve(self._prefix_kv, len(prefix))
+        step = max(1, self.planner.prefill_chunk)
+        for start in range(reused, len(prefix), step):  # in chunks: activations stay one chunk big
+            self._forward(torch_tensor([prefix[start : start + step]]), self._prefix_kv, None, None)
         self._prefix_ids = prefix
         self.last_reused_tokens = reused
         for r in rows:
@@ -175,6 +177,7 @@ class BatchDecoder:
 
         common = self._shared_prefix(rows)
         cache = growing_cache(self.planner.model.config)
+        reserve(cache, sum(len(r.pending) + r.request.sampling.max_new_tokens for r in rows) + (0 if self._shared else common))
         prefix: SharedPrefix | None = None
         if self._shared:
             prefix = SharedPrefix.of(self._prefix_kv)  # one copy, attended by every row
@@ -204,16 +207,29 @@ class BatchDecoder:
                 mine += [b] * n
                 r.position += n
                 last.append(len(ids) - 1)
-            past, span = owner.numel(), len(ids)
-            query_owner = torch.tensor(mine, dtype=torch.long)
-            owner = torch.cat([owner, query_owner])
-            causal = torch.arange(past + span)[None, :] <= (past + torch.arange(span))[:, None]
-            visible = (owner[None, :] == query_owner[:, None]) | (owner[None, :] < 0)
-            mask = (visible & causal)[None, None]
-            logits = self._forward(torch.tensor([ids]), cache, mask, torch.tensor([positions]), prefix, torch.tensor(last))
+            # A long step (the rows' prompts after the shared prefix) runs in chunks, so the mask
+            # and attention scores stay a chunk's width instead of growing with every row's prompt.
+            step = max(1, self.planner.prefill_chunk)
+            wanted: list["torch.Tensor"] = []
+            for start in range(0, len(ids), step):
+                end = min(len(ids), start + step)
+                keep = [k - start for k in last if start <= k < end]
+                past = owner.numel()
+                query_owner = torch.tensor(mine[start:end], dtype=torch.long)
+                owner = torch.cat([owner, query_owner])
+                causal = torch.arange(past + end - start)[None, :] <= (past + torch.arange(end - start))[:, None]
+                visible = (owner[None, :] == query_owner[:, None]) | (owner[None, :] < 0)
+                mask = (visible & causal)[None, None]
+                logits = self._forward(
+                    torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), prefix,
+                    torch.tensor(keep or [end - start - 1]),
+                )
+                if keep:
+                    wanted.append(logits[0])
             forwards += 1
+            chosen = torch.cat(wanted)
             for k, (_, r) in enumerate(live):
-                self._sample(r, logits[0, k])
+                self._sample(r, chosen[k])
         self.last_forward_passes = forwards
 
     def _take_forced(self, r: _Row) -> None:

@@ -51,8 +51,8 @@ def test_a_failed_conversion_leaves_no_cache_behind(tmp_path):
 def test_the_cache_is_built_once_and_reused(model_cache: Path, monkeypatch):
     target = model_store.embedded_model_dir(model_cache)
     assert model_store.is_model_dir(target) and (target / "tokenizer.json").is_file()
-    leftovers = [p.name for p in target.parent.iterdir() if p != target]
-    assert leftovers == []
+    leftovers = [p.name for p in target.parent.iterdir() if p.name not in (target.name, f"{target.name}.bfloat16")]
+    assert leftovers == []  # no half-written conversion
     weights = target / "model.safetensors"
     stamp = weights.stat().st_mtime_ns
 
@@ -70,3 +70,24 @@ def test_a_model_directory_or_its_safetensors_file_loads_as_given(model_cache: P
     target = model_store.embedded_model_dir(model_cache)
     assert model_store.resolve_model_path(str(target)) == target
     assert model_store.resolve_model_path(str(target / "model.safetensors")) == target
+
+
+@pytest.mark.slow
+def test_a_bfloat16_copy_is_made_once_at_half_the_size_and_loads_as_bfloat16(model_cache: Path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    source = model_store.embedded_model_dir(model_cache)
+    variant = model_store.dtype_variant(source, "bfloat16", model_cache)
+    assert variant != source and model_store.stored_dtype(variant) == "bfloat16"
+    assert (variant / "tokenizer.json").is_file()
+    full, half = (source / "model.safetensors").stat().st_size, (variant / "model.safetensors").stat().st_size
+    assert 0.45 < half / full < 0.55
+    stamp = (variant / "model.safetensors").stat().st_mtime_ns
+    assert model_store.dtype_variant(source, "bfloat16", model_cache) == variant
+    assert (variant / "model.safetensors").stat().st_mtime_ns == stamp
+    assert model_store.dtype_variant(source, "float32", model_cache) == source
+    model = AutoModelForCausalLM.from_pretrained(variant, dtype=torch.bfloat16)
+    assert model.model.embed_tokens.weight.dtype == torch.bfloat16
+    reference = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    assert torch.equal(model.model.embed_tokens.weight, reference.model.embed_tokens.weight.to(torch.bfloat16))
