@@ -25,11 +25,14 @@ NAME = "planner_shared_prefix"
 @dataclass(frozen=True)
 class SharedPrefix:
     """Per-layer keys and values of the one-row prefix (``[1, kv_heads, length, head_dim]``)
-    and, optionally, which of its positions each row may see (``[rows, length]`` bool)."""
+    and, optionally, which of its positions each row may see (``[rows, length]`` bool).
+    ``window``: the first of the rows' own cached positions the queries may see; a chunk of one
+    row's prompt skips the other rows' keys before it instead of computing scores it masks away."""
 
     keys: tuple["torch.Tensor", ...]
     values: tuple["torch.Tensor", ...]
     visible: "torch.Tensor | None" = None
+    window: int = 0
 
     @classmethod
     def of(cls, cache: Any, visible: "torch.Tensor | None" = None) -> SharedPrefix:
@@ -59,6 +62,10 @@ def shared_prefix_attention(
 
     if shared_prefix is None or shared_prefix.length == 0:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    if shared_prefix.window:
+        key, value = key[:, :, shared_prefix.window :], value[:, :, shared_prefix.window :]
+        if attention_mask is not None:
+            attention_mask = attention_mask[..., shared_prefix.window :]
     rows, heads, q, dim = query.shape
     kv_heads = key.shape[1]
     groups = heads // kv_heads

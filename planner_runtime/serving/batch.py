@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from planner_runtime.contract import Message, ToolSpec, Usage
@@ -211,8 +211,7 @@ class BatchDecoder:
             # and attention scores stay a chunk's width instead of growing with every row's prompt.
             step = max(1, self.planner.prefill_chunk)
             wanted: list["torch.Tensor"] = []
-            for start in range(0, len(ids), step):
-                end = min(len(ids), start + step)
+            for start, end, window in self._chunks(mine, owner, step, prefix is not None):
                 keep = [k - start for k in last if start <= k < end]
                 past = owner.numel()
                 query_owner = torch.tensor(mine[start:end], dtype=torch.long)
@@ -221,7 +220,8 @@ class BatchDecoder:
                 visible = (owner[None, :] == query_owner[:, None]) | (owner[None, :] < 0)
                 mask = (visible & causal)[None, None]
                 logits = self._forward(
-                    torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), prefix,
+                    torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]),
+                    replace(prefix, window=window) if prefix is not None else None,
                     torch.tensor(keep or [end - start - 1]),
                 )
                 if keep:
@@ -231,6 +231,26 @@ class BatchDecoder:
             for k, (_, r) in enumerate(live):
                 self._sample(r, chosen[k])
         self.last_forward_passes = forwards
+
+    @staticmethod
+    def _chunks(mine: list[int], owner: "torch.Tensor", step: int, windowed: bool) -> list[tuple[int, int, int]]:
+        """``(start, end, window)`` pieces of a step's packed tokens. A short step is one piece;
+        a long one (the rows' prompts) goes row by row in pieces of ``step`` tokens, each seeing
+        the cache from its row's first position on (``window``) rather than every row's keys."""
+        if len(mine) <= step or not windowed:
+            return [(start, min(len(mine), start + step), 0) for start in range(0, len(mine), step)]
+        pieces: list[tuple[int, int, int]] = []
+        past = owner.numel()
+        begin = 0
+        while begin < len(mine):
+            row, end = mine[begin], begin
+            while end < len(mine) and mine[end] == row:
+                end += 1
+            earlier = (owner == row).nonzero()
+            window = int(earlier[0]) if earlier.numel() else past + begin
+            pieces += [(s, min(end, s + step), window) for s in range(begin, end, step)]
+            begin = end
+        return pieces
 
     def _take_forced(self, r: _Row) -> None:
         if r.done or r.matcher is None:

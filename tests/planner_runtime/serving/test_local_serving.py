@@ -86,3 +86,14 @@ def test_our_client_and_the_official_one_against_serve_with_the_model(local):
             t.join(120)
         assert [r.choices[0].message.tool_calls[0].function.name for r in replies] == ["set_alarm"] * 3
         assert max(server.engine.batches) > 1  # concurrent requests shared a batch
+
+
+def test_rows_prefilled_in_small_pieces_decode_what_each_chat_decodes_alone(local):
+    sampling = Sampling(max_new_tokens=32)
+    alone = [local.plan(list(chat(g)), list(TOOLS), sampling=sampling).text for g in GOALS]
+    local.prefill_chunk = 3  # every row's prompt after the shared prefix spans several pieces
+    try:
+        together = BatchDecoder(local).load().decode([PlanRequest(chat(g), TOOLS, sampling) for g in GOALS])
+    finally:
+        local.prefill_chunk = 512
+    assert [o.text for o in together] == alone
