@@ -9,6 +9,7 @@ stopped: items that already ended with a judgement about the planner are not run
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -17,11 +18,14 @@ from typing import Callable, Sequence
 from device_farm.errors import DeviceError
 from device_farm.pool import DevicePool
 from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
+from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import Policy, SafetyGate
 from planner_runtime.planners import Planner
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories import TrajectoryStore, completed_items
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,10 @@ class Progress:
     @property
     def done(self) -> int:
         return self.success + self.failed + len(self.gave_up)
+
+
+class CollectionStopped(PlannerRuntimeError):
+    """An episode raised what no episode should (a bug): the collection stopped, finished items kept."""
 
 
 def _is_infra(traj: Trajectory) -> bool:
@@ -113,8 +121,10 @@ def collect(
         if on_change is not None:
             on_change(progress)
 
+    crashes: list[tuple[str, Exception]] = []
+
     def worker(index: int) -> None:
-        while True:
+        while not crashes:
             try:
                 item, attempt = work.get(timeout=0.2)
             except queue.Empty:
@@ -122,26 +132,39 @@ def collect(
                     if progress.done + progress.skipped >= progress.total:
                         return
                 continue
-            lease = pool.lease(timeout=lease_timeout, holder=f"collect {collection} worker {index}")
             try:
-                with lease as device:
-                    ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
-                    source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
-                    task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
-                    traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
-                                    planner=planner_for(task), store=store, task=task,
-                                    collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()))
-                    if _is_infra(traj):  # the episode kept its trajectory; the device takes the fault
-                        lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))
-                settle(item, attempt, _is_infra(traj), bool(traj.verdict and traj.verdict.success))
-            except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)
-                settle(item, attempt, exc.infra, False)
+                run_item(index, item, attempt)
+            except Exception as exc:  # a bug, not the planner's or the device's: stop rather than hang or miscount
+                log.exception("collection %s: %s crashed its worker", collection, item.key)
+                crashes.append((item.key, exc))
+
+    def run_item(index: int, item: Item, attempt: int) -> None:
+        lease = pool.lease(timeout=lease_timeout, holder=f"collect {collection} worker {index}")
+        try:
+            with lease as device:
+                ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
+                source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
+                task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
+                traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
+                                planner=planner_for(task), store=store, task=task,
+                                collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()))
+                if _is_infra(traj):  # the episode kept its trajectory; the device takes the fault
+                    lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))
+            settle(item, attempt, _is_infra(traj), bool(traj.verdict and traj.verdict.success))
+        except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)
+            settle(item, attempt, exc.infra, False)
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if crashes:
+        key, exc = crashes[0]
+        raise CollectionStopped(
+            f"collection {collection} stopped: {key} raised {type(exc).__name__}: {exc}; "
+            f"finished items are kept, continue with --resume {collection}"
+        ) from exc
     return collection, progress
 
 

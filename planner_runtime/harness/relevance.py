@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from typing import Sequence
 
 import snowballstemmer
@@ -22,14 +23,15 @@ STOP_WORDS = frozenset(
 )
 
 
-@functools.lru_cache(maxsize=1)
-def _stemmer() -> snowballstemmer.stemmer:
-    return snowballstemmer.stemmer("english")
+_local = threading.local()  # a Snowball stemmer keeps its word in itself: one per thread
 
 
 @functools.lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
-    return _stemmer().stemWord(word)
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
 
 
 def terms(text: str) -> set[str]:

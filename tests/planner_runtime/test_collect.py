@@ -99,3 +99,18 @@ def test_sensitive_actions_in_a_collection_follow_its_policy(pool, store, tmp_pa
     assert (denied.success, denied.failed) == (0, 1)
     _, allowed = collect(tasks, pool=pool, store=store, planner_for=script, workers=1, policy=Policy(allow={Sensitivity.delete}))
     assert (allowed.success, allowed.failed) == (1, 0)
+
+
+def test_an_episode_that_raises_stops_the_collection_instead_of_hanging(pool, store):
+    from planner_runtime.collect import CollectionStopped
+
+    def buggy(task):
+        if task.id == "contacts.add_contact":
+            raise RuntimeError("a bug in the planner factory")
+        return solver(task)
+
+    with pytest.raises(CollectionStopped, match=r"contacts.add_contact#\d raised RuntimeError: a bug.*--resume coll_"):
+        collect(TASKS, pool=pool, store=store, planner_for=buggy, workers=2, repeat=2)
+    resumed, progress = collect([t for t in TASKS if t.id != "contacts.add_contact"], pool=pool, store=store,
+                                planner_for=solver, workers=2, repeat=2)
+    assert progress.success == 6  # the pool and the store are still usable

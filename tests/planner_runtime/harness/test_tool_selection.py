@@ -107,3 +107,33 @@ def test_delegate_without_tool_names_gets_the_tools_of_its_own_goal(device, devi
     assert fb.status is FeedbackStatus.ok and fb.result["status"] == "finished", fb
     child = store.get(fb.result["trajectory"])
     assert "set_alarm" in {t.name for t in child.tools} and child.steps[0].feedback.status is FeedbackStatus.ok
+
+
+def test_stemming_is_safe_from_many_threads():
+    """Collection workers choose tools at the same time; a shared stemmer mangled words."""
+    import random
+    import string
+    import threading
+
+    from planner_runtime.harness import relevance
+
+    rng = random.Random(7)
+    words = ["".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 12))) for _ in range(20000)]
+    relevance._stem.cache_clear()
+    results: dict[str, str] = {}
+    errors: list[BaseException] = []
+
+    def stem_all(part):
+        try:
+            results.update({w: relevance._stem(w) for w in part})
+        except BaseException as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(exc)
+
+    threads = [threading.Thread(target=stem_all, args=(words[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    relevance._stem.cache_clear()
+    assert all(relevance._stem(w) == s for w, s in list(results.items())[:2000])
