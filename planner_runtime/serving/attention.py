@@ -73,10 +73,9 @@ def shared_prefix_attention(
     pk = shared_prefix.keys[module.layer_idx][0]  # [kv_heads, P, d]
     pv = shared_prefix.values[module.layer_idx][0]
     out_dtype = query.dtype
-    if out_dtype != torch.float32:
-        # SDPA (the single-chat path) accumulates half-precision products in float32; products
-        # rounded to bfloat16 here would make batched rows drift from what a chat decodes alone.
-        query, key, value, pk, pv = (t.float() for t in (query, key, value, pk, pv))
+    # Half-precision products stay half: upcasting every row's keys each step cost more than the
+    # batch saved. SDPA (one chat alone) accumulates in float32, so in bfloat16 a batched row may
+    # differ from the chat alone at near-tied tokens; in float32 they agree.
     length = pk.shape[1]
 
     # Prefix part: all rows' queries of a kv head in one matrix, so the prefix is read once.
@@ -93,7 +92,7 @@ def shared_prefix_attention(
             scores[..., length:].masked_fill_(~attention_mask[:, :, None], low)
         else:
             scores[..., length:].add_(attention_mask[:, :, None])
-    probs = torch.softmax(scores, dim=-1, dtype=torch.float32)
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
 
     pp = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * groups * q, length)
     out = torch.bmm(pp, pv).view(kv_heads, rows, groups, q, dim).transpose(0, 1)
