@@ -11,74 +11,18 @@ import os
 import socket
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from typing import Any, Iterator
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    Column,
-    DateTime,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    func,
-    insert,
-    select,
-    update,
-)
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.sql import Select
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Connection
 
 from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
 from planner_runtime.errors import StoreError
 from planner_runtime.sqlite_file import SqliteFile, aware
+from planner_runtime.trajectory_schema import Filter, Summary, add_missing_columns, metadata, steps, trajectories
 
-metadata = MetaData()
-
-trajectories = Table(
-    "trajectories",
-    metadata,
-    Column("id", String, primary_key=True),
-    Column("task_id", String, index=True),
-    Column("goal", Text, nullable=False),
-    Column("source", String, nullable=False, index=True),
-    Column("device", JSON, nullable=False),
-    Column("planner", String, nullable=False, index=True),
-    Column("planner_release", String, nullable=False),
-    Column("harness_release", String, nullable=False, index=True),
-    Column("tools", JSON),  # the tool specs offered to the planner
-    Column("collection", String, index=True),
-    Column("item", String),
-    Column("parent", String, index=True),  # the delegating trajectory of a sub-agent's episode
-    Column("status", String, nullable=False, index=True),
-    Column("answer", Text),
-    Column("success", Boolean, index=True),
-    Column("failure_kind", String, index=True),
-    Column("verdict", JSON),
-    Column("prompt_tokens", Integer, nullable=False, default=0),
-    Column("completion_tokens", Integer, nullable=False, default=0),
-    Column("started_at", DateTime(timezone=True), nullable=False, index=True),
-    Column("ended_at", DateTime(timezone=True)),
-    Column("writer", String, nullable=False, default=""),  # host:pid that owns a running episode
-)
-
-steps = Table(
-    "steps",
-    metadata,
-    Column("trajectory_id", String, ForeignKey("trajectories.id"), primary_key=True),
-    Column("idx", Integer, primary_key=True),
-    Column("tool", String, index=True),
-    Column("status", String, nullable=False),
-    Column("error_code", String, index=True),
-    Column("record", Text, nullable=False),  # the Step as JSON
-)
-
+__all__ = ["Filter", "Summary", "TrajectoryStore", "completed_items"]
 
 def _writer_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -97,60 +41,6 @@ def _pid_alive(writer: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class Filter:
-    """Which trajectories a query selects; ``None`` leaves a field unfiltered. ``success=False``
-    is a verified failure (an unverified episode is neither); ``since`` is inclusive, ``until``
-    exclusive, both on the start time."""
-
-    task_id: str | None = None
-    status: str | None = None
-    success: bool | None = None
-    failure_kind: str | None = None
-    planner: str | None = None
-    planner_release: str | None = None
-    harness_release: str | None = None
-    source: str | None = None
-    collection: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-    def apply(self, query: Select) -> Select:
-        t = trajectories
-        for name in ("task_id", "status", "success", "failure_kind", "planner", "planner_release",
-                     "harness_release", "source", "collection"):
-            value = getattr(self, name)
-            if value is not None:
-                query = query.where(t.c[name] == (value.value if isinstance(value, Enum) else value))
-        if self.since is not None:
-            query = query.where(t.c.started_at >= aware(self.since))
-        if self.until is not None:
-            query = query.where(t.c.started_at < aware(self.until))
-        return query
-
-
-@dataclass(frozen=True)
-class Summary:
-    """A trajectory's row without its steps, as listings show it."""
-
-    id: str
-    task_id: str | None
-    goal: str
-    source: str
-    planner: str
-    planner_release: str
-    harness_release: str
-    collection: str | None
-    status: str
-    success: bool | None
-    failure_kind: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    started_at: datetime
-    ended_at: datetime | None
-    steps: int
-
-
 class TrajectoryStore(SqliteFile):
     """A SQLite file of trajectories. Construct, then :meth:`open` (or use as a context manager)."""
 
@@ -161,7 +51,7 @@ class TrajectoryStore(SqliteFile):
         # One write transaction at a time from this process: SQLite has one writer anyway, and
         # threads queued on a lock wake at once where SQLite's busy handler sleeps up to 100 ms.
         self._write_lock = threading.Lock()
-        _add_missing_columns(self.engine)
+        add_missing_columns(self.engine)
         self._mark_dead_writers_interrupted()
 
     @contextmanager
@@ -325,14 +215,3 @@ def completed_items(store: TrajectoryStore, collection: str) -> set[str]:
     )
     with store.engine.connect() as conn:
         return {item for item in conn.execute(query).scalars() if item}
-
-
-def _add_missing_columns(engine: Engine) -> None:
-    """Bring a store written by an older release up to the current columns (additive only)."""
-    with engine.begin() as conn:
-        for table in metadata.sorted_tables:
-            have = {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table.name})")}
-            for column in table.columns:
-                if column.name not in have:
-                    kind = column.type.compile(dialect=engine.dialect)
-                    conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
