@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=40)
     parser.add_argument("--tools", choices=("all", "goal"), default="all")
+    parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto",
+                        help="auto: what serve uses (bfloat16 where the CPU has it natively)")
     args = parser.parse_args()
     goals = (GOALS * 4)[: args.clients]
     every = default_toolset()
@@ -71,7 +73,7 @@ def main() -> None:
         return every.specs() if args.tools == "all" else for_goal(every, goal).specs()
     sampling = Sampling(max_new_tokens=args.tokens)
 
-    planner = LocalPlanner()  # the CLI's default: bfloat16 where the CPU has it, 512-token prefill chunks
+    planner = LocalPlanner(dtype=None if args.dtype == "auto" else args.dtype)  # auto is the CLI's default: bfloat16 where the CPU has it, 512-token prefill chunks
     with PlannerServer(planner, model_name="smol", max_batch=args.clients) as server:
         print(f"model loaded; RSS {rss_mb():.0f} MB")
         client = OpenAIPlanner(server.base_url, "smol", timeout=600)

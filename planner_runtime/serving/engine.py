@@ -4,7 +4,9 @@ HTTP handler threads call :meth:`Engine.submit` and block on a future; the worke
 waiting request, gathers whatever else arrives within ``gather_s`` (up to ``max_batch``), and
 decodes them together — with :class:`~planner_runtime.serving.batch.BatchDecoder` for the local
 planner, or one by one through ``plan`` for any other planner (the scripted one in tests, a
-remote one behind a proxy). Requests that arrive while a batch runs wait for the next batch.
+remote one behind a proxy). Gathered requests with different prompt starts (system turn and
+tools) decode as separate batches, one after another. Requests that arrive while a batch runs
+wait for the next batch.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+from planner_runtime.contract import Role
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.serving.batch import PlanRequest
@@ -84,12 +87,18 @@ class Engine:
         live = [(req, fut) for req, fut in batch if fut.set_running_or_notify_cancel()]
         if not live:
             return
-        self.batches.append(len(live))
+        if self._decoder is None:
+            self.batches.append(len(live))
+            self._finish(live, lambda: [self._plan_one(req) for req, _ in live])
+            return
+        for group in _by_prefix(live):
+            self.batches.append(len(group))
+            self._finish(group, lambda: self._decoder.decode([req for req, _ in group]))  # noqa: B023 - called at once
+
+    @staticmethod
+    def _finish(live: list[tuple[PlanRequest, Future[PlannerOutput]]], decode: Any) -> None:
         try:
-            if self._decoder is not None:
-                results: list[Any] = self._decoder.decode([req for req, _ in live])
-            else:
-                results = [self._plan_one(req) for req, _ in live]
+            results: list[Any] = decode()
         except Exception as exc:  # a bug or a model failure: every caller hears of it
             for _, fut in live:
                 fut.set_exception(exc)
@@ -106,3 +115,16 @@ class Engine:
             return self.planner.plan(list(req.messages), list(tools), sampling=req.sampling)
         except PlannerError as exc:
             return exc
+
+
+def _by_prefix(live: list[tuple[PlanRequest, Future[PlannerOutput]]]) -> list[list[tuple[PlanRequest, Future[PlannerOutput]]]]:
+    """The requests grouped by their prompt's start (system turn and tools), first come first.
+    Rows decode together fast when they share that start (it is computed once for all); rows
+    with different tool lists share little of it, and packing their long own parts together
+    measured slower than decoding them in turn."""
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[PlanRequest, Future[PlannerOutput]]]] = {}
+    for req, fut in live:
+        system = req.messages[0].content if req.messages and req.messages[0].role is Role.system else ""
+        tools = tuple(t.model_dump_json() for t in req.tools)
+        groups.setdefault((system, tools), []).append((req, fut))
+    return list(groups.values())

@@ -97,3 +97,20 @@ def test_rows_prefilled_in_small_pieces_decode_what_each_chat_decodes_alone(loca
     finally:
         local.prefill_chunk = 512
     assert [o.text for o in together] == alone
+
+
+def test_requests_with_different_tools_decode_in_separate_batches(local):
+    from planner_runtime.serving.engine import Engine
+
+    sampling = Sampling(max_new_tokens=32)
+    requests = [PlanRequest(chat(GOALS[0]), TOOLS, sampling), PlanRequest(chat(GOALS[1]), TOOLS[1:], sampling),
+                PlanRequest(chat(GOALS[2]), TOOLS, sampling)]
+    alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
+    engine = Engine(local, gather_s=1.0).start()
+    try:
+        futures = [engine.submit(r) for r in requests]
+        texts = [f.result(timeout=300).text for f in futures]
+    finally:
+        engine.stop()
+    assert engine.batches == [2, 1]  # the two with the same tools together, first come first
+    assert texts == alone
