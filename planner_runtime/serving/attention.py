@@ -77,6 +77,8 @@ def shared_prefix_attention(
     # batch saved. SDPA (one chat alone) accumulates in float32, so in bfloat16 a batched row may
     # differ from the chat alone at near-tied tokens; in float32 they agree.
     length = pk.shape[1]
+    if shared_prefix.visible is None and query.device.type == "cpu" and _FLASH_CPU is not None:
+        return _cascade(query, key, value, attention_mask, pk, pv, scale, kv_heads, groups), None
 
     # Prefix part: all rows' queries of a kv head in one matrix, so the prefix is read once.
     folded = query.reshape(rows, kv_heads, groups * q, dim).transpose(0, 1).reshape(kv_heads, rows * groups * q, dim)
@@ -100,14 +102,58 @@ def shared_prefix_attention(
     return out.reshape(rows, heads, q, dim).transpose(1, 2).to(out_dtype).contiguous(), None
 
 
+def _flash_cpu() -> Any:
+    import torch
+
+    return getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+_FLASH_CPU = None
+
+
+def _cascade(query: "torch.Tensor", key: "torch.Tensor", value: "torch.Tensor", attention_mask: "torch.Tensor | None",
+             pk: "torch.Tensor", pv: "torch.Tensor", scale: float, kv_heads: int, groups: int) -> "torch.Tensor":
+    """The prefix part through the fused CPU attention kernel, which also returns each query's
+    log-sum-exp, and the rows' own part by hand; the two are merged by their log-sum-exps (the
+    same softmax over both parts, without materialising the prefix scores)."""
+    import torch
+
+    rows, heads, q, dim = query.shape
+    gq = groups * q
+    grouped = query.reshape(rows, kv_heads, gq, dim)
+    folded = grouped.transpose(0, 1).reshape(1, kv_heads, rows * gq, dim).contiguous()
+    pre_out, pre_lse = _FLASH_CPU(folded, pk[None], pv[None], 0.0, False, scale=scale)[:2]
+    pre_out = pre_out[0].view(kv_heads, rows, gq, dim).transpose(0, 1).float()  # [rows, kv, gq, d]
+    pre_lse = pre_lse[0].view(kv_heads, rows, gq).transpose(0, 1).float()  # [rows, kv, gq]
+    if key.shape[-2] == 0:
+        return pre_out.reshape(rows, heads, q, dim).transpose(1, 2).to(query.dtype).contiguous()
+    own = torch.matmul(grouped, key.transpose(-1, -2)).float().mul_(scale).view(rows, kv_heads, groups, q, -1)
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            own.masked_fill_(~attention_mask[:, :, None], float("-inf"))
+        else:
+            own.add_(attention_mask[:, :, None].float())
+    own = own.view(rows, kv_heads, gq, -1)
+    own_lse = torch.logsumexp(own, dim=-1)  # -inf where a query sees none of its row's own keys
+    seen = torch.isfinite(own_lse)
+    probs = torch.exp(own - torch.where(seen, own_lse, 0.0)[..., None])
+    own_out = torch.matmul(probs.to(value.dtype), value).float()  # [rows, kv, gq, d]
+    top = torch.maximum(pre_lse, own_lse)
+    w_pre, w_own = torch.exp(pre_lse - top), torch.where(seen, torch.exp(own_lse - top), 0.0)
+    out = (pre_out * w_pre[..., None] + own_out * w_own[..., None]) / (w_pre + w_own)[..., None]
+    return out.reshape(rows, heads, q, dim).transpose(1, 2).to(query.dtype).contiguous()
+
+
 def install(model: Any) -> bool:
     """Register the attention and switch ``model`` to it; ``False`` when the model's attention
     does not go through transformers' registry (then batches copy the prefix per row)."""
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
+    global _FLASH_CPU
     if model.config._attn_implementation not in ("sdpa", NAME):
         return False
+    _FLASH_CPU = _flash_cpu()
     AttentionInterface.register(NAME, shared_prefix_attention)
     ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)
     model.config._attn_implementation = NAME
