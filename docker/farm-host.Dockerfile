@@ -7,9 +7,10 @@
 ARG RUNTIME_IMAGE=planner-agent/runtime:latest
 FROM ${RUNTIME_IMAGE}
 
-# adb opens /dev/bus/usb/* read-write, and the adb key that phones have authorised lives in
-# ~/.android: run as root with /root/.android on a volume, or every container start asks each
-# phone to authorise a new key.
+# adb opens /dev/bus/usb/* read-write, so it runs as root. The adb key that phones have
+# authorised lives in $HOME/.android (adb reads HOME, not ANDROID_USER_HOME, for its key): HOME is
+# /adb so that /adb/.android can be a volume, or every container start asks each phone to
+# authorise a new key.
 # hadolint ignore=DL3002
 USER 0
 
@@ -17,9 +18,11 @@ USER 0
 RUN ln -s "$(python -c 'import adbutils; print(adbutils.adb_path())')" /usr/local/bin/adb \
  && adb version
 
-ENV PLANNER_AGENT_ADB=127.0.0.1:5037
+ENV PLANNER_AGENT_ADB=127.0.0.1:5037 \
+    HOME=/adb
+RUN mkdir -p /adb/.android
 EXPOSE 5037
-VOLUME ["/root/.android"]
+VOLUME ["/adb/.android"]
 
 # Listening is enough: `adb devices` would quietly start a second server if this one were gone.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s \
