@@ -80,7 +80,7 @@ def _prepare(trajectory: Trajectory, task: TaskSpec | None, device: Device) -> t
     tools, ctx, skills_text = toolset_for(trajectory.goal, device, extra=[Screenshot()], narrow=False)
     recorded = {t.name for t in trajectory.tools}
     if recorded:
-        tools = ToolSet(tools[n] for n in tools.names() if n in recorded)
+        tools = ToolSet(t for t in tools if t.name in recorded)
     return tools, ctx, skills_text
 
 

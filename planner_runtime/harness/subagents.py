@@ -70,16 +70,15 @@ class Delegate(Tool):
         the parent's and the installed apps' (the parent was offered only its own goal's)."""
         if self.name in names:
             raise ToolFailure(ErrorCode.invalid_arguments, "a sub-agent cannot delegate further; leave delegate out of tools")
-        offered = [n for n in self.pool.names() if n != self.name]
-        unknown = [n for n in names if n not in offered]
+        offered = [t for t in self.pool if t.name != self.name]
+        unknown = [n for n in names if n not in self.pool]  # delegate itself was refused above
         if unknown:
-            raise ToolFailure(ErrorCode.invalid_arguments, f"no tool named {', '.join(map(repr, unknown))}; yours: {', '.join(offered)}")
+            raise ToolFailure(ErrorCode.invalid_arguments, f"no tool named {', '.join(map(repr, unknown))}; yours: {', '.join(t.name for t in offered)}")
         if names:
-            tools = [self.pool[n] for n in offered if n in names]  # keep the parent's order
+            tools = [t for t in offered if t.name in names]  # keep the parent's order
         else:
             installed = usable(default_toolset(), installed_apps(ctx.installed()))
-            merged = ToolSet([self.pool[n] for n in offered] + [installed[n] for n in installed.names() if n not in self.pool])
-            tools = [merged[n] for n in for_goal(merged, goal).names()]
+            tools = list(for_goal(ToolSet(offered + [t for t in installed if t.name not in self.pool]), goal))
         finish = [self.pool["finish"]] if "finish" in self.pool else []
         return ToolSet([t for t in tools if t.name != "finish"] + finish)
 

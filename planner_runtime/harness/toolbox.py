@@ -54,7 +54,7 @@ def episode_tool_names() -> set[str]:
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:
     """``base`` with the composites of ``chosen`` and the ``extra`` tools added before ``finish``."""
-    tools = [base[name] for name in base.names() if name != "finish"]
+    tools = [t for t in base if t.name != "finish"]
     tools += [CompositeTool(skill, base) for skill in chosen if skill.composite] + list(extra)
     return ToolSet(tools + ([base["finish"]] if "finish" in base else []))
 
@@ -67,7 +67,7 @@ def installed_apps(installed: set[str]) -> list[str]:
 def usable(tools: ToolSet, apps: Sequence[str]) -> ToolSet:
     """The tools that work on a phone with ``apps``: general ones and those of installed apps."""
     present = set(apps)
-    return ToolSet(tools[n] for n in tools.names() if tools[n].app is None or not tools[n].needs_app or tools[n].app in present)
+    return ToolSet(t for t in tools if t.app is None or not t.needs_app or t.app in present)
 
 
 def _app_doc(app: str, tools: list[Tool]) -> list[tuple[str, float]]:
@@ -81,9 +81,9 @@ def relevant_apps(tools: ToolSet, goal: str, *, max_apps: int = MAX_APPS) -> lis
     """The apps of ``tools`` that ``goal`` bears on, best first: those scoring at least a third
     of the best match, at most ``max_apps``. Empty when the goal names none of them."""
     by_app: dict[str, list[Tool]] = {}
-    for name in tools.names():
-        if tools[name].app is not None:
-            by_app.setdefault(tools[name].app, []).append(tools[name])
+    for tool in tools:
+        if tool.app is not None:
+            by_app.setdefault(tool.app, []).append(tool)
     apps = list(by_app)
     ranked = sorted(zip(scores([_app_doc(a, by_app[a]) for a in apps], goal), apps), key=lambda pair: -pair[0])
     if not ranked or ranked[0][0] <= 0:
@@ -101,7 +101,7 @@ def for_goal(tools: ToolSet, goal: str, *, keep: Iterable[str] = (), max_apps: i
     if not apps:
         return tools
     wanted = set(keep)
-    return ToolSet(tools[n] for n in tools.names() if tools[n].app is None or tools[n].app in apps or n in wanted)
+    return ToolSet(t for t in tools if t.app is None or t.app in apps or t.name in wanted)
 
 
 def toolset_for(

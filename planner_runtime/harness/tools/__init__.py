@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -145,6 +145,10 @@ class ToolSet:
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
+
+    def __iter__(self) -> Iterator[Tool]:
+        """The tools, in the order they are offered."""
+        return iter(self._tools.values())
 
     def names(self) -> list[str]:
         return list(self._tools)
