@@ -1,8 +1,8 @@
 """VirtualPhone: a programmable Android device reachable through the real adb server.
 
-It runs on an asyncio loop (its own, in a background thread, with `start()`; one shared
-with other phones with `start(PhoneLoop)`; or in the foreground with `serve_forever()`), an adbd on loopback TCP, the Android system state, and the
-uiautomator2 server behind `tcp:9008`. Construction does no I/O. Its state is observable
+It holds an adbd on loopback TCP, the Android system state and the uiautomator2 server behind
+`tcp:9008`, served on an asyncio loop in a background thread: its own with `start()`, or one
+shared with other phones with `start(PhoneLoop)`. Construction does no I/O. Its state is observable
 only through adb, like a real phone's.
 """
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-from concurrent.futures import Future
 from typing import Callable, Coroutine, Iterable, TypeVar
 
 from device_farm.errors import DeviceError
@@ -61,8 +59,8 @@ class VirtualPhone:
         self._apps = apps if apps is not None else default_apps()
         self._u2_at_boot = uiautomator_running
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._shared: PhoneLoop | None = None  # the loop it was started on, when not its own
+        self._host: PhoneLoop | None = None  # the loop it runs on while started
+        self._owns_host = False  # started without one: the loop and its thread are the phone's own
         self._server: AdbdServer | None = None
         self._system: AndroidSystem | None = None
         self._u2 = UiAutomatorServer(self._current_system)
@@ -127,66 +125,30 @@ class VirtualPhone:
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self, loop: PhoneLoop | None = None) -> "VirtualPhone":
-        """Serve on a background daemon thread of its own, or on the running ``loop`` shared
-        with other phones; returns once listening."""
-        if self._thread is not None or self._shared is not None:
+        """Serve on the running ``loop`` shared with other phones, or on a loop and thread of
+        its own; returns once listening."""
+        if self._host is not None:
             return self
-        if loop is not None:
-            loop.run(self._startup())
-            self._shared, self._loop = loop, loop.loop
-            return self
-        loop = asyncio.new_event_loop()
-        ready: Future[None] = Future()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self._startup())
-            except Exception as exc:  # reported to the caller of start()
-                ready.set_exception(exc)
-                loop.close()
-                return
-            ready.set_result(None)
-            loop.run_forever()
-            loop.run_until_complete(self._shutdown())
-            loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name=f"virtual-phone-{self.port}", daemon=True)
-        self._thread.start()
+        own = loop is None
+        host = PhoneLoop(name=f"virtual-phone-{self.port}").start() if loop is None else loop
         try:
-            ready.result(timeout=30)
-        except Exception:
-            self._thread.join()
-            self._thread, self._loop = None, None
+            host.run(self._startup())
+        except BaseException:
+            if own:
+                host.stop()
             raise
+        self._host, self._owns_host, self._loop = host, own, host.loop
         return self
 
     def stop(self) -> None:
-        if self._shared is not None:
-            shared, self._shared, self._loop = self._shared, None, None
-            shared.run(self._shutdown())
+        if self._host is None:
             return
-        if self._thread is None or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
-        self._thread, self._loop = None, None
-
-    def serve_forever(self) -> None:
-        """Serve in the foreground until interrupted (for `planner-agent phone serve`)."""
-
-        async def main() -> None:
-            await self._startup()
-            try:
-                await asyncio.Event().wait()
-            finally:
-                await self._shutdown()
-
+        host, self._host, self._loop = self._host, None, None
         try:
-            asyncio.run(main())
-        except KeyboardInterrupt:
-            pass
+            host.run(self._shutdown())
+        finally:
+            if self._owns_host:
+                host.stop()
 
     def __enter__(self) -> "VirtualPhone":
         return self.start()
