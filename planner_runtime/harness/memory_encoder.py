@@ -10,13 +10,14 @@ products and a softmax with no mask (one unpadded sequence needs none; torch's f
 attention took three times as long at this size), on one thread, in bfloat16 where the CPU computes it
 natively: twice float32's speed, with vectors at a cosine ≥ 0.9999 to ``BertModel``'s
 mean-pooled float32 output (0.99999 in float32). Batches of documents still go through
-``BertModel`` (padding, masks and throughput matter there, not latency).
+``BertModel`` (padding, masks and throughput matter there, not latency). The pass itself is
+:mod:`~planner_runtime.harness.memory_encoder_pass`, scripted by TorchScript where it can be.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, Sequence
 
 import numpy as np
@@ -76,15 +77,13 @@ class _Linear:
             ok = False
         return cls(packed, bias, gelu, True) if ok else cls(weight, bias, gelu)
 
-    def __call__(self, x: Any) -> Any:
-        """``x`` in the weight's dtype, and the result in it too."""
+    @property
+    def mode(self) -> int:
+        """How the pass applies it (see ``memory_encoder_pass._linear``): 1 packed oneDNN,
+        0 addmm over the transposed float32 weight, 2 plain ``linear``."""
         import torch
-        from torch.nn.functional import gelu, linear
 
-        if self.packed:
-            return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "gelu" if self.gelu else "none", [], "none" if self.gelu else "")
-        out = torch.addmm(self.bias, x, self.weight) if self.weight.dtype == torch.float32 else linear(x, self.weight, self.bias)
-        return gelu(out) if self.gelu else out
+        return 1 if self.packed else 0 if self.weight.dtype == torch.float32 else 2
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,7 @@ class QueryEncoder:
     heads: int
     eps: float
     max_tokens: int
+    _flat: list = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
     def from_bert(cls, model: Any, *, precision: Literal["auto", "float32", "bfloat16"] = "auto") -> QueryEncoder:
@@ -166,18 +166,19 @@ class QueryEncoder:
     def __call__(self, input_ids: Sequence[int]) -> np.ndarray:
         """The mean-pooled, L2-normalised last hidden state of one sequence (float32)."""
         import torch
-        from torch.nn.functional import layer_norm
+
+        from planner_runtime.harness.memory_encoder_pass import query_pass
 
         ids = torch.as_tensor(list(input_ids)[: self.max_tokens], dtype=torch.long)
-        n, hidden = len(ids), self.word.shape[1]
-        shape, eps = (hidden,), self.eps
+        embeddings, weights, biases, norms, modes = self.flat
         with torch.inference_mode(), one_thread():
-            x = layer_norm(self.word[ids] + self.position[:n] + self.token_type, shape, *self.embed_norm, eps=eps)
-            for layer in self.layers:
-                # float32 attention (q comes scaled): bfloat16 bmm is slower at 12 x 10 x 32
-                q, k, v = layer.qkv(x).float().view(n, 3, self.heads, -1).permute(1, 2, 0, 3)
-                attended = torch.bmm(torch.bmm(q, k.transpose(1, 2)).softmax(-1), v).transpose(0, 1).reshape(n, hidden).to(x.dtype)
-                x = layer_norm(layer.out(attended).add_(x), shape, *layer.norm1, eps=eps)
-                x = layer_norm(layer.down(layer.up(x)).add_(x), shape, *layer.norm2, eps=eps)
-            pooled = x.float().mean(0)
-            return (pooled / pooled.norm().clamp(min=1e-12)).numpy().astype(np.float32, copy=False)
+            return query_pass(ids, embeddings, weights, biases, norms, modes, self.heads, self.eps).numpy().astype(np.float32, copy=False)
+
+    @property
+    def flat(self) -> tuple[list[Any], list[Any], list[Any], list[Any], list[int]]:
+        """The weights in the lists the pass takes (built once)."""
+        if not self._flat:
+            linears = [lin for layer in self.layers for lin in (layer.qkv, layer.out, layer.up, layer.down)]
+            norms = list(self.embed_norm) + [t for layer in self.layers for t in (*layer.norm1, *layer.norm2)]
+            self._flat.extend(([self.word, self.position, self.token_type], [x.weight for x in linears], [x.bias for x in linears], norms, [x.mode for x in linears]))
+        return tuple(self._flat)  # type: ignore[return-value]

