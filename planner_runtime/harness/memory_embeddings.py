@@ -17,6 +17,7 @@ changes the thread count of a planner in the same process.
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -71,6 +72,7 @@ class MiniLMEmbedder:
         self._cache_lock = threading.Lock()
         self._tokenizer_lock = threading.Lock()
         self._query_thread: ThreadPoolExecutor | None = None
+        self._query_thread_pid = 0
 
     @property
     def loaded(self) -> bool:
@@ -127,8 +129,9 @@ class MiniLMEmbedder:
                 done: Future[np.ndarray] = Future()
                 done.set_result(hit)
                 return done
-            if self._query_thread is None:
+            if self._query_thread is None or self._query_thread_pid != os.getpid():  # a forked child has no such thread
                 self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="minilm-query", initializer=_one_torch_thread)
+                self._query_thread_pid = os.getpid()
             return self._query_thread.submit(self._encode_new_query, key, text)
 
     def _encode_new_query(self, key: str, text: str) -> np.ndarray:

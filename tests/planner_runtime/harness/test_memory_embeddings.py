@@ -169,3 +169,29 @@ def test_the_sign_bit_cut_keeps_the_nearest_rows_and_their_ties():
     cut = np.sort(brute)[99]
     assert set(near) == set(np.flatnonzero(brute <= cut))  # the 100 closest and every row tied with the 100th
     assert len(nearest(np.zeros(5000, np.uint16), 100)) == 100  # a tie wider than the cut is cut
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_queries_are_encoded_on_the_embedders_thread_with_one_torch_thread(minilm):
+    import threading
+
+    import torch
+
+    seen = []
+    real = minilm._query_encoder
+
+    class Spy:
+        def __call__(self, ids):
+            seen.append((threading.current_thread().name, torch.get_num_threads()))
+            return real(ids)
+
+    minilm._query_encoder = Spy()
+    try:
+        pending = minilm.encode_query_soon("a sentence no other test encodes")
+        assert pending.result(timeout=30).shape == (384,)
+        again = minilm.encode_query_soon("A sentence  no other test encodes")  # the cache: same words, case and spacing aside
+        assert again.done() and (again.result() == pending.result()).all()
+    finally:
+        minilm._query_encoder = real
+    assert len(seen) == 1 and seen[0][0].startswith("minilm-query") and seen[0][1] == 1
