@@ -29,6 +29,7 @@ from planner_runtime.errors import ModelProvisionError, PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
+from planner_runtime.planners.heap import return_large_blocks
 from planner_runtime.planners.model_store import (
     EMBEDDED_ALIASES,
     EMBEDDED_NAME,
@@ -172,6 +173,7 @@ class LocalPlanner:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        return_large_blocks()  # a long prompt's transient tensors are returned, not kept (see heap.py)
         path = resolve_model_path(self.model_spec, self.cache_dir)
         device, dtype = self._placement(torch)
         weights = dtype_variant(path, str(dtype).removeprefix("torch."), self.cache_dir)
