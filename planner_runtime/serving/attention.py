@@ -44,6 +44,28 @@ class SharedPrefix:
         return int(self.keys[0].shape[2]) if self.keys else 0
 
 
+@dataclass(frozen=True)
+class SharedPrefixes:
+    """Several one-row prefixes in one packed sequence (rows whose prompts start differently,
+    such as requests offered different tools): query position ``i`` attends ``prefixes[of_query[i]]``.
+    Only on the fused CPU path (:func:`several_prefixes`); ``window`` as in :class:`SharedPrefix`."""
+
+    prefixes: tuple[SharedPrefix, ...]
+    of_query: "torch.Tensor"  # long [q]
+    window: int = 0
+    visible: None = None
+
+    @property
+    def length(self) -> int:
+        return max(p.length for p in self.prefixes)
+
+
+def several_prefixes(model: Any) -> bool:
+    """Whether rows of one batch may attend different prefixes on this model (installed, on a CPU
+    with the fused kernel); elsewhere the batch decoder runs each prefix's rows in turn."""
+    return _FLASH_CPU is not None and model.config._attn_implementation == NAME and model.device.type == "cpu"
+
+
 def shared_prefix_attention(
     module: Any,
     query: "torch.Tensor",
@@ -60,6 +82,8 @@ def shared_prefix_attention(
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    if isinstance(shared_prefix, SharedPrefixes) and len(shared_prefix.prefixes) == 1:
+        shared_prefix = SharedPrefix(shared_prefix.prefixes[0].keys, shared_prefix.prefixes[0].values, window=shared_prefix.window)
     if shared_prefix is None or shared_prefix.length == 0:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     if shared_prefix.window:
@@ -70,6 +94,9 @@ def shared_prefix_attention(
     kv_heads = key.shape[1]
     groups = heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
+    if isinstance(shared_prefix, SharedPrefixes):
+        pre = _grouped_prefix_part(query, shared_prefix, module.layer_idx, scale, kv_heads)
+        return _cascade(query, key, value, attention_mask, *pre, scale, kv_heads, groups), None
     pk = shared_prefix.keys[module.layer_idx][0]  # [kv_heads, P, d]
     pv = shared_prefix.values[module.layer_idx][0]
     out_dtype = query.dtype
@@ -78,7 +105,7 @@ def shared_prefix_attention(
     # differ from the chat alone at near-tied tokens; in float32 they agree.
     length = pk.shape[1]
     if shared_prefix.visible is None and query.device.type == "cpu" and _FLASH_CPU is not None:
-        return _cascade(query, key, value, attention_mask, pk, pv, scale, kv_heads, groups), None
+        return _cascade(query, key, value, attention_mask, *_prefix_part(query, pk, pv, scale, kv_heads), scale, kv_heads, groups), None
 
     # Prefix part: all rows' queries of a kv head in one matrix, so the prefix is read once.
     folded = query.reshape(rows, kv_heads, groups * q, dim).transpose(0, 1).reshape(kv_heads, rows * groups * q, dim)
@@ -111,20 +138,46 @@ def _flash_cpu() -> Any:
 _FLASH_CPU = None
 
 
+def _prefix_part(query: "torch.Tensor", pk: "torch.Tensor", pv: "torch.Tensor", scale: float, kv_heads: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Every query against one prefix through the fused CPU kernel, with all rows' queries of
+    a kv head in one sequence (the prefix is read once): output ``[rows, kv, groups*q, d]`` and
+    log-sum-exp ``[rows, kv, groups*q]``, float32."""
+    rows, heads, q, dim = query.shape
+    gq = heads // kv_heads * q
+    folded = query.reshape(rows, kv_heads, gq, dim).transpose(0, 1).reshape(1, kv_heads, rows * gq, dim).contiguous()
+    out, lse = _FLASH_CPU(folded, pk[None], pv[None], 0.0, False, scale=scale)[:2]
+    return out[0].view(kv_heads, rows, gq, dim).transpose(0, 1).float(), lse[0].view(kv_heads, rows, gq).transpose(0, 1).float()
+
+
+def _grouped_prefix_part(query: "torch.Tensor", prefixes: SharedPrefixes, layer: int, scale: float, kv_heads: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """:func:`_prefix_part` with each query position against its own prefix: the positions of
+    one prefix gathered, attended, and put back in the layout of the whole."""
+    import torch
+
+    rows, heads, q, dim = query.shape
+    groups = heads // kv_heads
+    out = torch.empty(rows, kv_heads, groups * q, dim, dtype=torch.float32, device=query.device)
+    lse = torch.empty(rows, kv_heads, groups * q, dtype=torch.float32, device=query.device)
+    for g, prefix in enumerate(prefixes.prefixes):
+        at = (prefixes.of_query == g).nonzero().flatten()
+        if not at.numel():
+            continue
+        part_out, part_lse = _prefix_part(query.index_select(2, at), prefix.keys[layer][0], prefix.values[layer][0], scale, kv_heads)
+        cols = (torch.arange(groups, device=query.device)[:, None] * q + at[None, :]).flatten()  # (gqa group, position) as laid out
+        out[:, :, cols], lse[:, :, cols] = part_out, part_lse
+    return out, lse
+
+
 def _cascade(query: "torch.Tensor", key: "torch.Tensor", value: "torch.Tensor", attention_mask: "torch.Tensor | None",
-             pk: "torch.Tensor", pv: "torch.Tensor", scale: float, kv_heads: int, groups: int) -> "torch.Tensor":
-    """The prefix part through the fused CPU attention kernel, which also returns each query's
-    log-sum-exp, and the rows' own part by hand; the two are merged by their log-sum-exps (the
-    same softmax over both parts, without materialising the prefix scores)."""
+             pre_out: "torch.Tensor", pre_lse: "torch.Tensor", scale: float, kv_heads: int, groups: int) -> "torch.Tensor":
+    """The prefix part (``pre_out``/``pre_lse`` from :func:`_prefix_part`, which never
+    materialises the prefix scores) and the rows' own part by hand, merged by their
+    log-sum-exps: the same softmax over both parts."""
     import torch
 
     rows, heads, q, dim = query.shape
     gq = groups * q
     grouped = query.reshape(rows, kv_heads, gq, dim)
-    folded = grouped.transpose(0, 1).reshape(1, kv_heads, rows * gq, dim).contiguous()
-    pre_out, pre_lse = _FLASH_CPU(folded, pk[None], pv[None], 0.0, False, scale=scale)[:2]
-    pre_out = pre_out[0].view(kv_heads, rows, gq, dim).transpose(0, 1).float()  # [rows, kv, gq, d]
-    pre_lse = pre_lse[0].view(kv_heads, rows, gq).transpose(0, 1).float()  # [rows, kv, gq]
     if key.shape[-2] == 0:
         return pre_out.reshape(rows, heads, q, dim).transpose(1, 2).to(query.dtype).contiguous()
     own = torch.matmul(grouped, key.transpose(-1, -2)).float().mul_(scale).view(rows, kv_heads, groups, q, -1)

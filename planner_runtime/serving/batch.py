@@ -19,19 +19,20 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
-from planner_runtime.contract import Message, ToolSpec, Usage
+from planner_runtime.contract import Message, Role, ToolSpec, Usage
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
 from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache, reserve
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
-from planner_runtime.serving.attention import install
+from planner_runtime.serving.attention import install, several_prefixes
 
 if TYPE_CHECKING:
     import torch
 
 _END_TOKENS = (IM_END, "<|endoftext|>")
+PREFIX_TOKENS_KEPT = 8192  # prompt starts whose KV is kept between batches (~23 KB a token in bfloat16)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,20 @@ class PlanRequest:
     tools: tuple[ToolSpec, ...]
     sampling: Sampling
     only: tuple[str, ...] | None = None
+
+
+def prompt_start(request: PlanRequest) -> tuple[str, tuple[str, ...]]:
+    """What requests from one harness with one tool list begin with: the system turn and tools."""
+    system = request.messages[0].content if request.messages and request.messages[0].role is Role.system else ""
+    return system, tuple(t.model_dump_json() for t in request.tools)
+
+
+@dataclass(eq=False)
+class _Prefix:
+    """A prompt start's token ids and their one-row KV cache, kept between batches."""
+
+    ids: list[int]
+    kv: Any
 
 
 @dataclass
@@ -67,9 +82,9 @@ class BatchDecoder:
     def __init__(self, planner: LocalPlanner) -> None:
         self.planner = planner
         self._grammars: ToolCallGrammars | None = None
-        self._prefix_ids: list[int] = []
-        self._prefix_kv: Any = None
+        self._prefixes: list[_Prefix] = []  # least recently used first
         self._shared = False  # whether rows attend to one copy of the prefix (see attention.py)
+        self._several = False  # whether rows of different prefixes decode together
         self.last_reused_tokens = 0
         self.last_forward_passes = 0
 
@@ -84,6 +99,7 @@ class BatchDecoder:
         self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
         self._grammars = ToolCallGrammars(tokenizer)
         self._shared = install(self.planner.model)
+        self._several = self._shared and several_prefixes(self.planner.model)
         return self
 
     def decode(self, requests: Sequence[PlanRequest]) -> list[PlannerOutput | PlannerError]:
@@ -99,13 +115,21 @@ class BatchDecoder:
                 rows.append((i, self._row(request)))
             except PlannerError as exc:
                 results[i] = exc
-        if rows:
+        groups: dict[tuple[str, tuple[str, ...]], list[tuple[int, _Row]]] = {}
+        for i, row in rows:
+            groups.setdefault(prompt_start(row.request), []).append((i, row))
+        # rows offered different tools share little of their prompts: on the fused CPU path each
+        # attends its own kept prefix within one batch; elsewhere each prefix's rows run in turn
+        runs = [list(groups.values())] if self._several or len(groups) == 1 else [[g] for g in groups.values()]
+        for run in runs:
             started = time.perf_counter()
             with torch.inference_mode():
-                self._run([row for _, row in rows])
+                self._run([[row for _, row in group] for group in run])
             elapsed = time.perf_counter() - started
-            for i, row in rows:
-                results[i] = self._output(row, elapsed, len(rows))
+            size = sum(len(group) for group in run)
+            for group in run:
+                for i, row in group:
+                    results[i] = self._output(row, elapsed, size)
         return results  # type: ignore[return-value]
 
     def _row(self, request: PlanRequest) -> _Row:
@@ -137,53 +161,71 @@ class BatchDecoder:
             generator = torch.Generator(device=model.device).manual_seed(request.sampling.seed)
         return _Row(request, prompt_ids, prefill, prefill_ids, matcher, generator, pending=prompt_ids + prefill_ids)
 
-    def _shared_prefix(self, rows: list[_Row]) -> Any:
-        """A KV cache of the rows' common start, one row wide; leaves each row's rest pending."""
-        first = rows[0].pending
-        common = min(len(r.pending) for r in rows) - 1  # every row keeps a token to give logits
-        for r in rows[1:]:
-            n = 0
-            for a, b in zip(first, r.pending[:common]):
-                if a != b:
-                    break
-                n += 1
-            common = min(common, n)
-        prefix = first[:common]
-        reused = 0
-        if self._prefix_kv is not None:
-            for a, b in zip(self._prefix_ids, prefix):
-                if a != b:
-                    break
-                reused += 1
-        if reused == 0:
-            self._prefix_kv = growing_cache(self.planner.model.config)
-        elif self._prefix_kv.get_seq_length() > reused:
-            self._prefix_kv.crop(reused - self._prefix_kv.get_seq_length())  # negative: drop from the end
-        reserve(self._prefix_kv, len(prefix))
-        step = max(1, self.planner.prefill_chunk)
-        for start in range(reused, len(prefix), step):  # in chunks: activations stay one chunk big
-            self._forward(torch_tensor([prefix[start : start + step]]), self._prefix_kv, None, None)
-        self._prefix_ids = prefix
-        self.last_reused_tokens = reused
-        for r in rows:
-            r.pending = r.pending[common:]
-            r.position = common
-        return common
+    def _prefixes_for(self, groups: list[list[_Row]]) -> list[_Prefix]:
+        """A one-row KV cache of each group's common start, reusing (and cutting back or
+        extending) the kept prompt start that shares most with it; leaves each row's rest pending."""
+        model = self.planner.model
+        claimed: list[_Prefix] = []
+        self.last_reused_tokens = 0
+        for rows in groups:
+            first = rows[0].pending
+            common = min(len(r.pending) for r in rows) - 1  # every row keeps a token to give logits
+            for r in rows[1:]:
+                common = min(common, _shared_length(first, r.pending[:common]))
+            prefix = first[:common]
+            best, reused = None, 0
+            for kept in self._prefixes:
+                n = _shared_length(kept.ids, prefix)
+                if n > reused:
+                    best, reused = kept, n
+            if best is None:
+                entry = _Prefix([], growing_cache(model.config))
+            elif any(best is c for c in claimed):  # another group of this batch attends it: copy the shared part
+                entry = _Prefix(prefix[:reused], _copied(best.kv, reused, model.config))
+            else:
+                entry = best
+                if entry.kv.get_seq_length() > reused:
+                    entry.kv.crop(reused - entry.kv.get_seq_length())  # negative: drop from the end
+            reserve(entry.kv, len(prefix))
+            step = max(1, self.planner.prefill_chunk)
+            for start in range(reused, len(prefix), step):  # in chunks: activations stay one chunk big
+                self._forward(torch_tensor([prefix[start : start + step]]), entry.kv, None, None)
+            entry.ids = prefix
+            self._prefixes = [p for p in self._prefixes if p is not entry] + [entry]
+            claimed.append(entry)
+            self.last_reused_tokens += reused
+            for r in rows:
+                r.pending = r.pending[common:]
+                r.position = common
+        kept = sum(len(p.ids) for p in self._prefixes)
+        for old in list(self._prefixes):  # the least recently used go first, never one in use
+            if kept <= PREFIX_TOKENS_KEPT:
+                break
+            if not any(old is c for c in claimed):
+                self._prefixes.remove(old)
+                kept -= len(old.ids)
+        return claimed
 
-    def _run(self, rows: list[_Row]) -> None:
+    def _run(self, groups: list[list[_Row]]) -> None:
+        """Decode the rows of ``groups`` (rows sharing a prompt start) together to the end.
+        Several groups only on the fused CPU path (see :meth:`decode`)."""
         import torch
 
-        from planner_runtime.serving.attention import SharedPrefix
+        from planner_runtime.serving.attention import SharedPrefix, SharedPrefixes
 
-        common = self._shared_prefix(rows)
+        entries = self._prefixes_for(groups)
+        rows = [r for group in groups for r in group]
+        group_of = [g for g, group in enumerate(groups) for _ in group]
+        common = len(entries[0].ids)
         cache = growing_cache(self.planner.model.config)
         reserve(cache, sum(len(r.pending) + r.request.sampling.max_new_tokens for r in rows) + (0 if self._shared else common))
         prefix: SharedPrefix | None = None
+        prefixes = tuple(SharedPrefix.of(e.kv) for e in entries)  # one copy each, attended by its rows
         if self._shared:
-            prefix = SharedPrefix.of(self._prefix_kv)  # one copy, attended by every row
+            prefix = prefixes[0]
             owner = torch.empty(0, dtype=torch.long)
-        else:  # a model outside the attention registry: the prefix leads the packed sequence
-            for index, layer in enumerate(self._prefix_kv.layers):
+        else:  # a model outside the attention registry (one group): the prefix leads the packed sequence
+            for index, layer in enumerate(entries[0].kv.layers):
                 if getattr(layer, "keys", None) is not None and layer.keys.numel():
                     cache.update(layer.keys.clone(), layer.values.clone(), index)
             owner = torch.full((common,), -1, dtype=torch.long)
@@ -219,9 +261,13 @@ class BatchDecoder:
                 causal = torch.arange(past + end - start)[None, :] <= (past + torch.arange(end - start))[:, None]
                 visible = (owner[None, :] == query_owner[:, None]) | (owner[None, :] < 0)
                 mask = (visible & causal)[None, None]
+                attended: Any = None
+                if len(prefixes) > 1:
+                    attended = SharedPrefixes(prefixes, torch.tensor([group_of[b] for b in mine[start:end]]), window)
+                elif prefix is not None:
+                    attended = replace(prefix, window=window)
                 logits = self._forward(
-                    torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]),
-                    replace(prefix, window=window) if prefix is not None else None,
+                    torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), attended,
                     torch.tensor(keep or [end - start - 1]),
                 )
                 if keep:
@@ -305,6 +351,26 @@ class BatchDecoder:
         usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
         timings = {"batch_s": elapsed, "batch_size": float(batch)}
         return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
+
+
+def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens ``a`` and ``b`` share from the start."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _copied(kv: Any, tokens: int, config: Any) -> Any:
+    """A new growing cache holding the first ``tokens`` positions of ``kv``."""
+    copy = growing_cache(config)
+    reserve(copy, tokens)
+    for index, layer in enumerate(kv.layers):
+        if getattr(layer, "keys", None) is not None and layer.keys.numel():
+            copy.update(layer.keys[..., :tokens, :], layer.values[..., :tokens, :], index)
+    return copy
 
 
 def torch_tensor(rows: list[list[int]]) -> "torch.Tensor":

@@ -4,8 +4,8 @@ HTTP handler threads call :meth:`Engine.submit` and block on a future; the worke
 waiting request, gathers whatever else arrives within ``gather_s`` (up to ``max_batch``), and
 decodes them together — with :class:`~planner_runtime.serving.batch.BatchDecoder` for the local
 planner, or one by one through ``plan`` for any other planner (the scripted one in tests, a
-remote one behind a proxy). Gathered requests with different prompt starts (system turn and
-tools) decode as separate batches, one after another. Requests that arrive while a batch runs
+remote one behind a proxy). Requests offered different tools decode in the same batch, each
+row attending its own prompt start (see the decoder). Requests that arrive while a batch runs
 wait for the next batch.
 """
 
@@ -16,7 +16,6 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from planner_runtime.contract import Role
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.serving.batch import PlanRequest
@@ -91,9 +90,8 @@ class Engine:
             self.batches.append(len(live))
             self._finish(live, lambda: [self._plan_one(req) for req, _ in live])
             return
-        for group in _by_prefix(live):
-            self.batches.append(len(group))
-            self._finish(group, lambda: self._decoder.decode([req for req, _ in group]))  # noqa: B023 - called at once
+        self.batches.append(len(live))
+        self._finish(live, lambda: self._decoder.decode([req for req, _ in live]))
 
     @staticmethod
     def _finish(live: list[tuple[PlanRequest, Future[PlannerOutput]]], decode: Any) -> None:
@@ -116,15 +114,3 @@ class Engine:
         except PlannerError as exc:
             return exc
 
-
-def _by_prefix(live: list[tuple[PlanRequest, Future[PlannerOutput]]]) -> list[list[tuple[PlanRequest, Future[PlannerOutput]]]]:
-    """The requests grouped by their prompt's start (system turn and tools), first come first.
-    Rows decode together fast when they share that start (it is computed once for all); rows
-    with different tool lists share little of it, and packing their long own parts together
-    measured slower than decoding them in turn."""
-    groups: dict[tuple[str, tuple[str, ...]], list[tuple[PlanRequest, Future[PlannerOutput]]]] = {}
-    for req, fut in live:
-        system = req.messages[0].content if req.messages and req.messages[0].role is Role.system else ""
-        tools = tuple(t.model_dump_json() for t in req.tools)
-        groups.setdefault((system, tools), []).append((req, fut))
-    return list(groups.values())

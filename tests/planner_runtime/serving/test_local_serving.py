@@ -99,7 +99,7 @@ def test_rows_prefilled_in_small_pieces_decode_what_each_chat_decodes_alone(loca
     assert [o.text for o in together] == alone
 
 
-def test_requests_with_different_tools_decode_in_separate_batches(local):
+def test_requests_with_different_tools_decode_together_as_each_alone(local):
     from planner_runtime.serving.engine import Engine
 
     sampling = Sampling(max_new_tokens=32)
@@ -112,5 +112,23 @@ def test_requests_with_different_tools_decode_in_separate_batches(local):
         texts = [f.result(timeout=300).text for f in futures]
     finally:
         engine.stop()
-    assert engine.batches == [2, 1]  # the two with the same tools together, first come first
+    assert engine.batches == [3]  # one batch: each row attends the prompt start of its own tools
     assert texts == alone
+    decoder = engine._decoder
+    assert decoder._several  # the CPU path where rows of different prompt starts share a batch
+    assert len(decoder._prefixes) == 2  # both prompt starts kept for the next batch
+    again = decoder.decode(requests)
+    assert [o.text for o in again] == alone and decoder.last_reused_tokens > 100
+
+
+def test_rows_of_different_prompt_starts_prefilled_in_pieces_decode_as_each_alone(local):
+    sampling = Sampling(max_new_tokens=32)
+    requests = [PlanRequest(chat(GOALS[0]), TOOLS[1:], sampling), PlanRequest(chat(GOALS[1]), TOOLS, sampling),
+                PlanRequest(chat(GOALS[2]), TOOLS[1:], sampling), PlanRequest(chat(GOALS[0]), TOOLS, sampling)]
+    alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
+    local.prefill_chunk = 3
+    try:
+        together = BatchDecoder(local).load().decode(requests)
+    finally:
+        local.prefill_chunk = 512
+    assert [o.text for o in together] == alone
