@@ -126,9 +126,7 @@ class MiniLMEmbedder:
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
-                done: Future[np.ndarray] = Future()
-                done.set_result(hit)
-                return done
+                return _done(hit)
             if self._query_thread is None or self._query_thread_pid != os.getpid():  # a forked child has no such thread
                 self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="minilm-query", initializer=_one_torch_thread)
                 self._query_thread_pid = os.getpid()
@@ -156,10 +154,12 @@ def query_vector_soon(embedder: Embedder, text: str) -> Future[np.ndarray]:
     """The query's vector as a future: computed on the embedder's own thread where it has one
     (``encode_query_soon``), else now on the caller's."""
     soon = getattr(embedder, "encode_query_soon", None)
-    if soon is not None:
-        return soon(text)
+    return soon(text) if soon is not None else _done(embedder.encode_query(text))
+
+
+def _done(vector: np.ndarray) -> Future[np.ndarray]:
     done: Future[np.ndarray] = Future()
-    done.set_result(embedder.encode_query(text))
+    done.set_result(vector)
     return done
 
 

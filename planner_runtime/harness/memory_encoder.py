@@ -17,7 +17,7 @@ mean-pooled float32 output (0.99999 in float32). Batches of documents still go t
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, Literal, Sequence
 
 import numpy as np
@@ -49,51 +49,25 @@ def bf16_matmul_fast() -> bool:
     return any(bool(getattr(cpu, name, lambda: False)()) for name in probes)
 
 
-@dataclass(frozen=True)
-class _Linear:
-    """``x @ weight.T + bias`` (then GELU when ``gelu``), in the encoder's precision. Float32
-    uses addmm over the transposed weight; bfloat16 uses oneDNN's linear on a weight reordered
-    once into its blocked layout (three times float32's speed here; plain bfloat16 ``linear``
-    reorders on every call), or plain ``linear`` where this torch lacks that op."""
+def _linear(weight: Any, bias: Any, dtype: Any) -> tuple[Any, Any, int]:
+    """A linear layer's weight, bias and mode as the pass applies them (see
+    ``memory_encoder_pass._linear``): float32 uses addmm over the transposed weight (mode 0);
+    bfloat16 uses oneDNN's linear on a weight reordered once into its blocked layout (mode 1,
+    three times float32's speed here; plain bfloat16 ``linear`` reorders on every call), or
+    plain ``linear`` (mode 2) where this torch lacks that op."""
+    import torch
 
-    weight: Any
-    bias: Any
-    gelu: bool = False
-    packed: bool = False
-
-    @classmethod
-    def build(cls, weight: Any, bias: Any, dtype: Any, *, gelu: bool = False) -> _Linear:
-        import torch
-
-        if dtype == torch.float32:
-            return cls(weight.t().contiguous(), bias, gelu)
-        weight, bias = weight.to(dtype).contiguous(), bias.to(dtype)
-        mkldnn = torch.ops.mkldnn
-        try:
-            packed = mkldnn._reorder_linear_weight(weight, None)
-            probe = torch.ones(2, weight.shape[1], dtype=dtype)
-            ok = torch.allclose(mkldnn._linear_pointwise(probe, packed, bias, "none", [], "").float(), torch.nn.functional.linear(probe, weight, bias).float(), rtol=0.05, atol=0.05)
-        except (AttributeError, RuntimeError):
-            ok = False
-        return cls(packed, bias, gelu, True) if ok else cls(weight, bias, gelu)
-
-    @property
-    def mode(self) -> int:
-        """How the pass applies it (see ``memory_encoder_pass._linear``): 1 packed oneDNN,
-        0 addmm over the transposed float32 weight, 2 plain ``linear``."""
-        import torch
-
-        return 1 if self.packed else 0 if self.weight.dtype == torch.float32 else 2
-
-
-@dataclass(frozen=True)
-class _Layer:
-    qkv: _Linear  # Q, K and V projections fused into one, Q pre-scaled by 1/sqrt(head size)
-    out: _Linear
-    norm1: tuple[Any, Any]
-    up: _Linear  # with GELU
-    down: _Linear
-    norm2: tuple[Any, Any]
+    if dtype == torch.float32:
+        return weight.t().contiguous(), bias, 0
+    weight, bias = weight.to(dtype).contiguous(), bias.to(dtype)
+    mkldnn = torch.ops.mkldnn
+    try:
+        packed = mkldnn._reorder_linear_weight(weight, None)
+        probe = torch.ones(2, weight.shape[1], dtype=dtype)
+        ok = torch.allclose(mkldnn._linear_pointwise(probe, packed, bias, "none", [], "").float(), torch.nn.functional.linear(probe, weight, bias).float(), rtol=0.05, atol=0.05)
+    except (AttributeError, RuntimeError):
+        ok = False
+    return (packed, bias, 1) if ok else (weight, bias, 2)
 
 
 @dataclass(frozen=True)
@@ -102,17 +76,22 @@ class QueryEncoder:
     Build it with :meth:`from_bert` from a loaded ``BertModel`` (no file is read). ``precision``
     is that of the whole pass: bfloat16 by default where the CPU has native bfloat16 (layer
     norms and softmax accumulate in float32; on real sentences the vector's cosine to float32's
-    is ≥ 0.9999 and their top-10 neighbours agree), else float32. Pooling is float32."""
+    is ≥ 0.9999 and their top-10 neighbours agree), else float32. Pooling is float32.
 
-    word: Any
-    position: Any
-    token_type: Any  # the row of token type 0, the only one a single sentence uses
-    embed_norm: tuple[Any, Any]
-    layers: tuple[_Layer, ...]
+    The fields are the lists :func:`~planner_runtime.harness.memory_encoder_pass.encode` takes:
+    embeddings (word, position, the row of token type 0, the only one a single sentence uses);
+    per layer the Q/K/V projections fused into one (Q pre-scaled by 1/sqrt(head size)), the
+    attention's output, up (GELU) and down projections, with their biases and modes; the
+    embeddings' norm, then each layer's two norms, as weight and bias."""
+
+    embeddings: list[Any]
+    weights: list[Any]
+    biases: list[Any]
+    norms: list[Any]
+    modes: list[int]
     heads: int
     eps: float
     max_tokens: int
-    _flat: list = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
     def from_bert(cls, model: Any, *, precision: Literal["auto", "float32", "bfloat16"] = "auto") -> QueryEncoder:
@@ -130,34 +109,24 @@ class QueryEncoder:
         def get(name: str) -> Any:
             return state[prefix + name]
 
-        def norm(name: str) -> tuple[Any, Any]:
-            return get(f"{name}.weight").to(dtype), get(f"{name}.bias").to(dtype)
-
-        def linear(name: str, *, gelu: bool = False) -> _Linear:
-            return _Linear.build(get(f"{name}.weight"), get(f"{name}.bias"), dtype, gelu=gelu)
-
-        layers = []
+        norms = [get(f"embeddings.LayerNorm.{x}").to(dtype) for x in ("weight", "bias")]
+        linears = []
         for i in range(config.num_hidden_layers):
             p = f"encoder.layer.{i}."
             qkv = [f"{p}attention.self.{x}" for x in ("query", "key", "value")]
             scale = torch.ones(3 * config.hidden_size, 1)
             scale[: config.hidden_size] = (config.hidden_size // config.num_attention_heads) ** -0.5  # attention's 1/sqrt(d), on Q
-            layers.append(
-                _Layer(
-                    qkv=_Linear.build(torch.cat([get(f"{x}.weight") for x in qkv]) * scale, torch.cat([get(f"{x}.bias") for x in qkv]) * scale[:, 0], dtype),
-                    out=linear(f"{p}attention.output.dense"),
-                    norm1=norm(f"{p}attention.output.LayerNorm"),
-                    up=linear(f"{p}intermediate.dense", gelu=True),
-                    down=linear(f"{p}output.dense"),
-                    norm2=norm(f"{p}output.LayerNorm"),
-                )
-            )
+            linears.append(_linear(torch.cat([get(f"{x}.weight") for x in qkv]) * scale, torch.cat([get(f"{x}.bias") for x in qkv]) * scale[:, 0], dtype))
+            linears += [_linear(get(f"{p}{name}.weight"), get(f"{p}{name}.bias"), dtype) for name in ("attention.output.dense", "intermediate.dense", "output.dense")]
+            norms += [get(f"{p}{name}.LayerNorm.{x}").to(dtype) for name in ("attention.output", "output") for x in ("weight", "bias")]
+        embeddings = [get(f"embeddings.{name}_embeddings.weight").to(dtype) for name in ("word", "position", "token_type")]
+        embeddings[2] = embeddings[2][0]
         return cls(
-            word=get("embeddings.word_embeddings.weight").to(dtype),
-            position=get("embeddings.position_embeddings.weight").to(dtype),
-            token_type=get("embeddings.token_type_embeddings.weight")[0].to(dtype),
-            embed_norm=norm("embeddings.LayerNorm"),
-            layers=tuple(layers),
+            embeddings=embeddings,
+            weights=[w for w, _, _ in linears],
+            biases=[b for _, b, _ in linears],
+            norms=norms,
+            modes=[m for _, _, m in linears],
             heads=config.num_attention_heads,
             eps=config.layer_norm_eps,
             max_tokens=config.max_position_embeddings,
@@ -170,15 +139,10 @@ class QueryEncoder:
         from planner_runtime.harness.memory_encoder_pass import query_pass
 
         ids = torch.as_tensor(list(input_ids)[: self.max_tokens], dtype=torch.long)
-        embeddings, weights, biases, norms, modes = self.flat
         with torch.inference_mode(), one_thread():
-            return query_pass(ids, embeddings, weights, biases, norms, modes, self.heads, self.eps).numpy().astype(np.float32, copy=False)
+            return query_pass(ids, *self.flat, self.heads, self.eps).numpy().astype(np.float32, copy=False)
 
     @property
     def flat(self) -> tuple[list[Any], list[Any], list[Any], list[Any], list[int]]:
-        """The weights in the lists the pass takes (built once)."""
-        if not self._flat:
-            linears = [lin for layer in self.layers for lin in (layer.qkv, layer.out, layer.up, layer.down)]
-            norms = list(self.embed_norm) + [t for layer in self.layers for t in (*layer.norm1, *layer.norm2)]
-            self._flat.extend(([self.word, self.position, self.token_type], [x.weight for x in linears], [x.bias for x in linears], norms, [x.mode for x in linears]))
-        return tuple(self._flat)  # type: ignore[return-value]
+        """The weight lists, in the order the pass takes them."""
+        return self.embeddings, self.weights, self.biases, self.norms, self.modes

@@ -170,9 +170,3 @@ def relevance(lexical: float, semantic: float, *, with_embeddings: bool) -> floa
     """BM25 scaled to the best match, blended with the cosine when there are embeddings."""
     return LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * max(semantic, 0.0) if with_embeddings else lexical
 
-
-def final_score(
-    kind: MemoryKind, confidence: float, last: datetime, lexical: float, semantic: float, *, with_embeddings: bool, now: datetime
-) -> float:
-    """:func:`relevance` times :func:`memory_weight`."""
-    return relevance(lexical, semantic, with_embeddings=with_embeddings) * memory_weight(kind, confidence, last, now)

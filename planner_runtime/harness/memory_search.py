@@ -4,7 +4,8 @@
 A search takes FTS5 candidates (bounded work even for words in thousands of rows) and the
 nearest vectors from an in-memory index (rebuilt when the file's generation changes, embedding
 rows that have no vector yet), then ranks the union by
-:func:`~planner_runtime.harness.memory_retrieval.final_score`. Candidates are scored from their
+:func:`~planner_runtime.harness.memory_retrieval.relevance` times
+:func:`~planner_runtime.harness.memory_retrieval.memory_weight`. Candidates are scored from their
 raw columns and full records are built only for the hits. A new query is embedded on the
 embedder's query thread while FTS5 runs on the caller's (see
 :mod:`~planner_runtime.harness.memory_embeddings`). Without the embedding package (or with
