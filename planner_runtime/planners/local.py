@@ -332,15 +332,9 @@ class LocalPlanner:
         """A KV cache holding the longest reusable prefix of ``input_ids``, and its length."""
         reused = 0
         if self.reuse_prefix_cache and self._kv is not None:
-            for old, new in zip(self._kv_ids, input_ids):
-                if old != new:
-                    break
-                reused += 1
-            reused = min(reused, len(input_ids) - 1)  # at least one token must run to give logits
+            reused = min(shared_length(self._kv_ids, input_ids), len(input_ids) - 1)  # one token must run to give logits
         if reused > 0:
-            surplus = self._kv.get_seq_length() - reused
-            if surplus:
-                self._kv.crop(-surplus)  # negative: remove from the end, in every 5.x release
+            cut(self._kv, reused)
             return self._kv, reused
         self._kv, self._kv_ids = None, []
         return growing_cache(self._model.config), 0
@@ -388,6 +382,23 @@ def native_bfloat16(torch: Any) -> bool:
     cpu = getattr(torch, "cpu", None)
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
+
+
+def shared_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens ``a`` and ``b`` share from the start."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def cut(cache: Any, tokens: int) -> None:
+    """Keep the first ``tokens`` positions of ``cache``."""
+    surplus = cache.get_seq_length() - tokens
+    if surplus > 0:
+        cache.crop(-surplus)  # negative: remove from the end, in every 5.x release
 
 
 def reserve(cache: Any, tokens: int) -> None:

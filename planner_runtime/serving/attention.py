@@ -82,8 +82,6 @@ def shared_prefix_attention(
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if isinstance(shared_prefix, SharedPrefixes) and len(shared_prefix.prefixes) == 1:
-        shared_prefix = SharedPrefix(shared_prefix.prefixes[0].keys, shared_prefix.prefixes[0].values, window=shared_prefix.window)
     if shared_prefix is None or shared_prefix.length == 0:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     if shared_prefix.window:

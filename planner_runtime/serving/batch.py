@@ -24,7 +24,7 @@ from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
-from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache, reserve
+from planner_runtime.planners.local import LocalPlanner, _choose, _mask, cut, growing_cache, reserve, shared_length
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
 from planner_runtime.serving.attention import install, several_prefixes
 
@@ -171,22 +171,22 @@ class BatchDecoder:
             first = rows[0].pending
             common = min(len(r.pending) for r in rows) - 1  # every row keeps a token to give logits
             for r in rows[1:]:
-                common = min(common, _shared_length(first, r.pending[:common]))
+                common = min(common, shared_length(first, r.pending[:common]))
             prefix = first[:common]
             best, reused = None, 0
             for kept in self._prefixes:
-                n = _shared_length(kept.ids, prefix)
+                n = shared_length(kept.ids, prefix)
                 if n > reused:
                     best, reused = kept, n
-            if best is None:
-                entry = _Prefix([], growing_cache(model.config))
-            elif any(best is c for c in claimed):  # another group of this batch attends it: copy the shared part
-                entry = _Prefix(prefix[:reused], _copied(best.kv, reused, model.config))
-            else:
+            if best is not None and not any(best is c for c in claimed):
                 entry = best
-                if entry.kv.get_seq_length() > reused:
-                    entry.kv.crop(reused - entry.kv.get_seq_length())  # negative: drop from the end
-            reserve(entry.kv, len(prefix))
+                cut(entry.kv, reused)
+                reserve(entry.kv, len(prefix))
+            else:  # none to reuse, or another group of this batch attends it: copy the shared part
+                entry = _Prefix([], growing_cache(model.config))
+                reserve(entry.kv, len(prefix))
+                if best is not None:
+                    _copy_into(entry.kv, best.kv, reused)
             step = max(1, self.planner.prefill_chunk)
             for start in range(reused, len(prefix), step):  # in chunks: activations stay one chunk big
                 self._forward(torch_tensor([prefix[start : start + step]]), entry.kv, None, None)
@@ -219,15 +219,11 @@ class BatchDecoder:
         common = len(entries[0].ids)
         cache = growing_cache(self.planner.model.config)
         reserve(cache, sum(len(r.pending) + r.request.sampling.max_new_tokens for r in rows) + (0 if self._shared else common))
-        prefix: SharedPrefix | None = None
         prefixes = tuple(SharedPrefix.of(e.kv) for e in entries)  # one copy each, attended by its rows
         if self._shared:
-            prefix = prefixes[0]
             owner = torch.empty(0, dtype=torch.long)
         else:  # a model outside the attention registry (one group): the prefix leads the packed sequence
-            for index, layer in enumerate(entries[0].kv.layers):
-                if getattr(layer, "keys", None) is not None and layer.keys.numel():
-                    cache.update(layer.keys.clone(), layer.values.clone(), index)
+            _copy_into(cache, entries[0].kv, common)
             owner = torch.full((common,), -1, dtype=torch.long)
         forwards = 0
         while True:
@@ -253,7 +249,7 @@ class BatchDecoder:
             # and attention scores stay a chunk's width instead of growing with every row's prompt.
             step = max(1, self.planner.prefill_chunk)
             wanted: list["torch.Tensor"] = []
-            for start, end, window in self._chunks(mine, owner, step, prefix is not None):
+            for start, end, window in self._chunks(mine, owner, step, self._shared):
                 keep = [k - start for k in last if start <= k < end]
                 past = owner.numel()
                 query_owner = torch.tensor(mine[start:end], dtype=torch.long)
@@ -264,8 +260,8 @@ class BatchDecoder:
                 attended: Any = None
                 if len(prefixes) > 1:
                     attended = SharedPrefixes(prefixes, torch.tensor([group_of[b] for b in mine[start:end]]), window)
-                elif prefix is not None:
-                    attended = replace(prefix, window=window)
+                elif self._shared:
+                    attended = replace(prefixes[0], window=window)
                 logits = self._forward(
                     torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), attended,
                     torch.tensor(keep or [end - start - 1]),
@@ -353,24 +349,11 @@ class BatchDecoder:
         return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
 
 
-def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many tokens ``a`` and ``b`` share from the start."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _copied(kv: Any, tokens: int, config: Any) -> Any:
-    """A new growing cache holding the first ``tokens`` positions of ``kv``."""
-    copy = growing_cache(config)
-    reserve(copy, tokens)
+def _copy_into(cache: Any, kv: Any, tokens: int) -> None:
+    """Append the first ``tokens`` positions of ``kv`` to ``cache`` (every layer copies them)."""
     for index, layer in enumerate(kv.layers):
         if getattr(layer, "keys", None) is not None and layer.keys.numel():
-            copy.update(layer.keys[..., :tokens, :], layer.values[..., :tokens, :], index)
-    return copy
+            cache.update(layer.keys[..., :tokens, :], layer.values[..., :tokens, :], index)
 
 
 def torch_tensor(rows: list[list[int]]) -> "torch.Tensor":

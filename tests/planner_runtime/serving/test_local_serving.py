@@ -132,3 +132,17 @@ def test_rows_of_different_prompt_starts_prefilled_in_pieces_decode_as_each_alon
     finally:
         local.prefill_chunk = 512
     assert [o.text for o in together] == alone
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["prefix-attended", "prefix-copied"])
+def test_where_prefixes_cannot_share_a_batch_each_runs_in_turn_and_answers_as_alone(local, shared):
+    sampling = Sampling(max_new_tokens=32)
+    requests = [PlanRequest(chat(GOALS[0]), TOOLS, sampling), PlanRequest(chat(GOALS[1]), TOOLS[1:], sampling),
+                PlanRequest(chat(GOALS[2]), TOOLS, sampling)]
+    alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
+    decoder = BatchDecoder(local).load()
+    # as on CUDA (no fused CPU kernel), and as for a model outside the attention registry
+    decoder._several, decoder._shared = False, shared
+    outs = decoder.decode(requests)
+    assert [o.text for o in outs] == alone
+    assert [o.timings["batch_size"] for o in outs] == [2, 1, 2]  # the two prompt starts ran one after the other
