@@ -39,16 +39,6 @@ def one_thread() -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-def bf16_matmul_fast() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX); elsewhere bfloat16
-    is emulated and slower than float32."""
-    import torch
-
-    cpu = getattr(torch, "cpu", None)
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(bool(getattr(cpu, name, lambda: False)()) for name in probes)
-
-
 def _linear(weight: Any, bias: Any, dtype: Any) -> tuple[Any, Any, int]:
     """A linear layer's weight, bias and mode as the pass applies them (see
     ``memory_encoder_pass._linear``): float32 uses addmm over the transposed weight (mode 0);
@@ -100,8 +90,10 @@ class QueryEncoder:
         config = model.config
         if getattr(config, "position_embedding_type", "absolute") != "absolute" or config.hidden_act != "gelu":
             raise ValueError(f"QueryEncoder handles absolute positions and exact GELU, not {config.position_embedding_type}/{config.hidden_act}")
-        if precision == "auto":
-            precision = "bfloat16" if bf16_matmul_fast() else "float32"
+        if precision == "auto":  # bfloat16 where the CPU computes it natively; emulated it is slower than float32
+            from planner_runtime.planners.local import native_bfloat16
+
+            precision = "bfloat16" if native_bfloat16(torch) else "float32"
         dtype = getattr(torch, precision)
         state = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
         prefix = "" if "embeddings.word_embeddings.weight" in state else "bert."
