@@ -86,17 +86,12 @@ class Engine:
         live = [(req, fut) for req, fut in batch if fut.set_running_or_notify_cancel()]
         if not live:
             return
-        if self._decoder is None:
-            self.batches.append(len(live))
-            self._finish(live, lambda: [self._plan_one(req) for req, _ in live])
-            return
         self.batches.append(len(live))
-        self._finish(live, lambda: self._decoder.decode([req for req, _ in live]))
-
-    @staticmethod
-    def _finish(live: list[tuple[PlanRequest, Future[PlannerOutput]]], decode: Any) -> None:
         try:
-            results: list[Any] = decode()
+            if self._decoder is not None:
+                results: list[Any] = self._decoder.decode([req for req, _ in live])
+            else:
+                results = [self._plan_one(req) for req, _ in live]
         except Exception as exc:  # a bug or a model failure: every caller hears of it
             for _, fut in live:
                 fut.set_exception(exc)
@@ -113,4 +108,3 @@ class Engine:
             return self.planner.plan(list(req.messages), list(tools), sampling=req.sampling)
         except PlannerError as exc:
             return exc
-

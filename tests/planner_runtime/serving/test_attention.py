@@ -36,3 +36,28 @@ def test_cascade_equals_the_explicit_softmax(own_keys, monkeypatch):
     fused, _ = shared_prefix_attention(module, query, key, value, mask, shared_prefix=shared)
     assert fused.shape == explicit.shape == (rows, q, kv_heads * groups, dim)
     assert torch.allclose(fused, explicit, atol=1e-5), (fused - explicit).abs().max()
+
+
+def test_positions_attending_different_prefixes_equal_each_prefix_alone(monkeypatch):
+    if attention._flash_cpu() is None:
+        pytest.skip("this torch has no fused CPU attention kernel")
+    from planner_runtime.serving.attention import SharedPrefixes
+
+    monkeypatch.setattr(attention, "_FLASH_CPU", attention._flash_cpu())
+    gen = torch.Generator().manual_seed(1)
+    kv_heads, groups, q, dim, own = 3, 3, 6, 64, 8
+    query = torch.randn(1, kv_heads * groups, q, dim, generator=gen)
+    key = torch.randn(1, kv_heads, own, dim, generator=gen)
+    value = torch.randn(1, kv_heads, own, dim, generator=gen)
+    mask = torch.rand(1, 1, q, own, generator=gen) > 0.3
+    prefixes = tuple(
+        SharedPrefix((torch.randn(1, kv_heads, n, dim, generator=gen),), (torch.randn(1, kv_heads, n, dim, generator=gen),))
+        for n in (40, 75)
+    )
+    of_query = torch.tensor([0, 1, 1, 0, 1, 0])
+    module = SimpleNamespace(layer_idx=0)
+    mixed, _ = shared_prefix_attention(module, query, key, value, mask, shared_prefix=SharedPrefixes(prefixes, of_query))
+    for g, prefix in enumerate(prefixes):  # each position as if its whole batch attended its prefix
+        alone, _ = shared_prefix_attention(module, query, key, value, mask, shared_prefix=prefix)
+        at = of_query == g
+        assert torch.allclose(mixed[:, at], alone[:, at], atol=1e-5), (mixed[:, at] - alone[:, at]).abs().max()
