@@ -210,7 +210,7 @@ class TaskSpec(SpecModel):
     # The user's replies to ask_user: question pattern (a case-insensitive regular expression
     # searched in the question) → answer (a template). Unmatched questions get no answer.
     user_answers: dict[str, str] = Field(default_factory=dict)
-    # Parameters drawn per episode from a seed (see draw); params holds their seed-0 values' defaults.
+    # Parameters drawn per episode from a seed (see draw); a key also in params takes the drawn value.
     random: dict[str, RandomValue] = Field(default_factory=dict)
     # More parameter sets for the same template: each becomes its own task "<id>@<n>" (n from 1).
     variants: tuple[dict[str, Any], ...] = ()
@@ -220,9 +220,8 @@ class TaskSpec(SpecModel):
     @model_validator(mode="after")
     def _goal_renders(self) -> TaskSpec:
         for n, extra in enumerate(({},) + self.variants):
-            extra = {**self.values, **extra}
             try:
-                self.goal.format(**{**self.params, **extra})
+                self.goal.format(**{**self.values, **extra})
             except (KeyError, IndexError, ValueError) as exc:
                 where = f"variant {n}" if n else "params"
                 raise ValueError(f"goal template does not render with {where}: {exc}") from None
@@ -242,11 +241,13 @@ class TaskSpec(SpecModel):
 
     def draw(self, seed: int) -> TaskSpec:
         """This task with its random parameters drawn from ``seed`` (itself when it has none);
-        the same seed always gives the same task, so an episode can be reproduced."""
+        the same seed always gives the same task, so an episode can be reproduced. The copy has
+        no random parameters left, so rendering it never draws again."""
         if not self.random:
             return self
         rng = random.Random(f"{self.id}:{seed}")
-        return self.model_copy(update={"params": {**self.params, **{k: v.draw(rng) for k, v in self.random.items()}}})
+        drawn = {k: v.draw(rng) for k, v in self.random.items()}
+        return self.model_copy(update={"params": {**self.params, **drawn}, "random": {}})
 
     def expanded(self) -> list[TaskSpec]:
         """This task and one task per variant, each with its own parameters."""
@@ -260,10 +261,7 @@ class TaskSpec(SpecModel):
     def values(self) -> dict[str, Any]:
         """The parameters as the goal and checks use them: random ones not yet drawn take
         their seed-0 value, so an undrawn task reads like ``draw(0)``."""
-        if not self.random:
-            return self.params
-        rng = random.Random(f"{self.id}:0")
-        return {**{k: v.draw(rng) for k, v in self.random.items()}, **self.params}
+        return self.draw(0).params if self.random else self.params
 
     def rendered_goal(self) -> str:
         return self.goal.format(**self.values)
