@@ -136,21 +136,31 @@ def dtype_variant(path: Path, dtype: str, cache_dir: Path | None = None) -> Path
         target = models / f"{path.name}-{key}.{dtype}"
     if is_model_dir(target):
         return target
+    try:
+        with _written_into(target) as tmp:
+            _write_variant(path, tmp, dtype)
+    except OSError as exc:
+        raise ModelProvisionError(f"could not write a {dtype} copy of {path} into {target}: {exc}") from exc
+    return target
+
+
+@contextmanager
+def _written_into(target: Path) -> Iterator[Path]:
+    """A temporary directory beside ``target`` to write a model into, renamed to ``target`` when
+    the block ends without error (another process that finished it first counts as done) and
+    removed in every case, so a reader never sees a half-written model."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     tmp.chmod(0o755)
     try:
-        _write_variant(path, tmp, dtype)
+        yield tmp
         try:
             tmp.rename(target)
         except OSError:
-            if not is_model_dir(target):
+            if not is_model_dir(target):  # lost a race to another process only if it finished
                 raise
-    except OSError as exc:
-        raise ModelProvisionError(f"could not write a {dtype} copy of {path} into {target}: {exc}") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def _write_variant(source: Path, out: Path, dtype: str) -> None:
@@ -247,26 +257,17 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
     from rich.console import Console
 
     console = Console(stderr=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    tmp.chmod(0o755)
     started = time.perf_counter()
     try:
-        with console.status(f"First use: converting {gguf.name} to safetensors (~20 s)…") as status:
-            _convert(gguf, tmp, lambda stage: status.update(f"First use: {stage} ({gguf.name})…"))
-        provenance = {"source": str(gguf), "source_size": gguf.stat().st_size, "converted_at": time.time()}
-        (tmp / _PROVENANCE).write_text(json.dumps(provenance, indent=1))
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not is_model_dir(target):  # lost a race to another process only if it finished
-                raise
+        with _written_into(target) as tmp:
+            with console.status(f"First use: converting {gguf.name} to safetensors (~20 s)…") as status:
+                _convert(gguf, tmp, lambda stage: status.update(f"First use: {stage} ({gguf.name})…"))
+            provenance = {"source": str(gguf), "source_size": gguf.stat().st_size, "converted_at": time.time()}
+            (tmp / _PROVENANCE).write_text(json.dumps(provenance, indent=1))
     except ModelProvisionError:
         raise
     except Exception as exc:  # transformers/gguf raise many types; all mean the same to the user
         raise ModelProvisionError(f"could not convert {gguf} into {target}: {exc}") from exc
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     console.print(
         f"planner-agent: cached {target.name} in {target} ({time.perf_counter() - started:.1f} s)",
         style="dim", soft_wrap=True, highlight=False,
