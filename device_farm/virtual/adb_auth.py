@@ -30,8 +30,8 @@ SHA1_DIGEST_INFO = bytes.fromhex("3021300906052b0e03021a05000414")
 """DER prefix of a SHA-1 DigestInfo (RFC 8017, section 9.2)."""
 
 KeySource = Union["AdbPublicKey", str, Path]
-"""A key, the text of an `adbkey.pub`/`adb_keys` file, or a path to such a file or to a
-directory of them (`*.pub` and `adb_keys`)."""
+"""A key, the text of an `adbkey.pub`/`adb_keys` file (a `str` is always text), or a `Path` to
+such a file or to a directory of them (`*.pub` and `adb_keys`)."""
 
 
 class BadAdbKey(DeviceError, ValueError):
@@ -89,12 +89,13 @@ def parse_keys(text: str) -> list[AdbPublicKey]:
 
 
 def load_keys(source: KeySource) -> list[AdbPublicKey]:
-    """Keys from one source (see KeySource). Reads files: call it when the phone starts."""
+    """Keys from one source (see KeySource); a `str` is key text, never a file name (a path
+    check on key text could fail: a long base64 run without '/' is too long for a file name)."""
     if isinstance(source, AdbPublicKey):
         return [source]
-    if isinstance(source, str) and not Path(source).exists():
+    if isinstance(source, str):
         return parse_keys(source)
-    path = Path(source)
+    path = source
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and (p.suffix == ".pub" or p.name == "adb_keys"))
         return [key for f in files for key in parse_keys(f.read_text())]

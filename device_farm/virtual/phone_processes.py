@@ -35,7 +35,7 @@ class PhoneStartError(DeviceError):
     """A worker could not start its phones (a port in use, a bad key file...)."""
 
 
-def _worker(ports: Sequence[int], host: str, keys: list[str] | None, accept_new_keys: bool, conn: Connection) -> None:
+def _worker(ports: Sequence[int], host: str, keys: list[Path] | None, accept_new_keys: bool, conn: Connection) -> None:
     """Start the phones, report them (or the error) on ``conn``, serve until the parent says
     stop or goes away (its end of the pipe closes)."""
     from device_farm.virtual.phone import VirtualPhone
@@ -69,7 +69,7 @@ class PhoneProcesses:
         if not 1 <= processes <= count:
             raise ValueError(f"processes must be 1..{count}, got {processes}")
         self.count, self.processes, self.host, self.port = count, processes, host, port
-        self._keys = [str(k) for k in adb_keys] if adb_keys is not None else None
+        self._keys = list(adb_keys) if adb_keys is not None else None
         self._accept = accept_new_keys
         self._workers: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
         self.phones: list[ServedPhone] = []

@@ -5,6 +5,7 @@ itself against signatures made by OpenSSL, and the protocol steps on a raw conne
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import shutil
@@ -19,7 +20,8 @@ import pytest
 from device_farm.adbserver import AdbServer
 from device_farm.virtual import VirtualPhone
 from device_farm.virtual.adb_auth import (
-    AUTH_RSAPUBLICKEY, AUTH_SIGNATURE, AUTH_TOKEN, TOKEN_SIZE, AdbPublicKey, BadAdbKey, load_keys,
+    _KEY_STRUCT, AUTH_RSAPUBLICKEY, AUTH_SIGNATURE, AUTH_TOKEN, KEY_WORDS, TOKEN_SIZE, AdbPublicKey, BadAdbKey,
+    load_keys,
 )
 from device_farm.virtual.packets import A_AUTH, A_CNXN, A_OKAY, A_OPEN, A_VERSION, HEADER, Packet
 
@@ -212,3 +214,19 @@ def test_malformed_keys_are_rejected(tmp_path):
     (tmp_path / "adb_keys").write_text("garbage\n")
     with pytest.raises(BadAdbKey):
         VirtualPhone(adb_keys=tmp_path / "adb_keys").start()
+
+
+def test_key_text_with_a_long_run_without_slashes_loads(tmp_path):
+    """Key text is never taken for a file name: a base64 run longer than a file name may be
+    (here the zero bytes of a sparse modulus and of rr) must not make the load fail."""
+    modulus = (1 << 2047) | 1
+    raw = _KEY_STRUCT.pack(KEY_WORDS, 0, modulus.to_bytes(KEY_WORDS * 4, "little"), bytes(KEY_WORDS * 4), 65537)
+    text = base64.b64encode(raw).decode() + " user@host"
+    assert max(len(run) for run in text.split("/")) > 255
+    assert load_keys(text) == [AdbPublicKey(modulus, 65537, "user@host")]
+    with VirtualPhone(adb_keys=text) as phone:
+        assert phone.trusted_keys() == [AdbPublicKey(modulus, 65537, "user@host")]
+    pub = keygen(tmp_path / "adbkey")
+    assert load_keys(pub.read_text()) == load_keys(pub)
+    with pytest.raises(BadAdbKey):  # a file name must be a Path
+        load_keys(str(pub))
