@@ -8,7 +8,6 @@ only through adb, like a real phone's.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Callable, Coroutine, Iterable, TypeVar
 
@@ -58,7 +57,6 @@ class VirtualPhone:
         self._product = product
         self._apps = apps if apps is not None else default_apps()
         self._u2_at_boot = uiautomator_running
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._host: PhoneLoop | None = None  # the loop it runs on while started
         self._owns_host = False  # started without one: the loop and its thread are the phone's own
         self._server: AdbdServer | None = None
@@ -137,13 +135,13 @@ class VirtualPhone:
             if own:
                 host.stop()
             raise
-        self._host, self._owns_host, self._loop = host, own, host.loop
+        self._host, self._owns_host = host, own
         return self
 
     def stop(self) -> None:
         if self._host is None:
             return
-        host, self._host, self._loop = self._host, None, None
+        host, self._host = self._host, None
         try:
             host.run(self._shutdown())
         finally:
@@ -159,9 +157,9 @@ class VirtualPhone:
     # --- control -------------------------------------------------------------------
     def call(self, fn: Callable[[], Coroutine[object, object, T]]) -> T:
         """Run a coroutine on the phone's loop and wait for its result."""
-        if self._loop is None:
+        if self._host is None:
             raise PhoneNotRunning("the phone is not running")
-        return asyncio.run_coroutine_threadsafe(fn(), self._loop).result(timeout=30)
+        return self._host.run(fn())
 
     def reset(self) -> None:
         """Factory reset: fresh system state (no alarms, no contacts, empty /sdcard)."""
