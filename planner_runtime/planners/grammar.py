@@ -71,9 +71,8 @@ class ToolCallGrammars:
     a bad list costs one attempt, not one per step).
     """
 
-    def __init__(self, hf_tokenizer: Any, *, capacity: int = 16, max_string_chars: int | None = None) -> None:
+    def __init__(self, hf_tokenizer: Any, *, capacity: int = 16) -> None:
         self._hf_tokenizer = hf_tokenizer
-        self.max_string_chars = max_string_chars
         self._tokenizer: llguidance.LLTokenizer | None = None
         self._cache: OrderedDict[str, llguidance.LLMatcher | str] = OrderedDict()
         self.capacity = capacity
@@ -95,12 +94,12 @@ class ToolCallGrammars:
         return self.tokenizer.vocab_size
 
     def matcher(self, tools: Sequence[ToolSpec], max_string_chars: int | None = None) -> "llguidance.LLMatcher":
-        """A fresh matcher; ``max_string_chars`` overrides the cap on strings for this call."""
-        cap = max_string_chars if max_string_chars is not None else self.max_string_chars
-        key = f"{cap}|{tools_key(tools)}"
+        """A fresh matcher; strings hold at most ``max_string_chars`` characters (``None``: no cap).
+        The caller sets the cap per call, as it follows that call's token budget."""
+        key = f"{max_string_chars}|{tools_key(tools)}"
         template = self._cache.get(key)
         if template is None:
-            template = self._compile(tools, cap)
+            template = self._compile(tools, max_string_chars)
             self._cache[key] = template
             while len(self._cache) > self.capacity:
                 self._cache.popitem(last=False)

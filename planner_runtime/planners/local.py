@@ -193,7 +193,7 @@ class LocalPlanner:
         if "cache" in inspect.signature(model.forward).parameters:
             self._cache_kwarg = "cache"
         self._model, self._tokenizer, self.model_dir = model, tokenizer, path
-        self._grammars = ToolCallGrammars(tokenizer, max_string_chars=self.max_string_chars)
+        self._grammars = ToolCallGrammars(tokenizer)
         self._release = model_release(path, self.label)
         return time.perf_counter() - started
 
