@@ -185,12 +185,17 @@ def phone_serve(
 
     from device_farm.errors import DeviceError
     from device_farm.virtual import PhoneLoop, VirtualPhone
+    from device_farm.virtual.adb_auth import load_keys
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the phones as Ctrl-C does
-    keys = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
+    key_files = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
     if processes > 1:
-        return _serve_phone_processes(count, processes, host, port, keys, accept_new_keys)
+        return _serve_phone_processes(count, processes, host, port, key_files, accept_new_keys)
+    try:  # read once, for every phone
+        keys = load_keys(key_files) if key_files is not None else None
+    except (DeviceError, OSError, UnicodeDecodeError) as exc:
+        raise fail(f"--adb-keys: {exc}") from exc
     loop = PhoneLoop().start()
     phones: list[VirtualPhone] = []
     try:
@@ -199,12 +204,10 @@ def phone_serve(
             phone = VirtualPhone(port=at, host=host, adb_keys=keys, accept_new_keys=accept_new_keys)
             try:
                 phones.append(phone.start(loop))  # returns once listening, so the lines below are true when printed
-            except (DeviceError, UnicodeDecodeError) as exc:
-                raise fail(f"--adb-keys: {exc}") from exc
             except OSError as exc:
                 raise fail(f"cannot listen on {host}:{at}: {exc}") from exc
         if keys is not None:
-            err.print(f"authentication required: {len(phones[0].trusted_keys())} trusted host key(s){', new keys accepted' if accept_new_keys else ''}")
+            err.print(f"authentication required: {len(keys)} trusted host key(s){', new keys accepted' if accept_new_keys else ''}")
         for phone in phones:
             err.print(f"virtual phone {phone.serial} listening on {host}:{phone.port}; connect with: adb connect {host}:{phone.port}", soft_wrap=True)
         threading.Event().wait()

@@ -88,40 +88,30 @@ def parse_keys(text: str) -> list[AdbPublicKey]:
     return [AdbPublicKey.parse(line) for line in text.splitlines() if line.strip().strip("\x00")]
 
 
-def load_keys(source: KeySource) -> list[AdbPublicKey]:
-    """Keys from one source (see KeySource); a `str` is key text, never a file name (a path
-    check on key text could fail: a long base64 run without '/' is too long for a file name)."""
-    if isinstance(source, AdbPublicKey):
-        return [source]
-    if isinstance(source, str):
-        return parse_keys(source)
-    path = source
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and (p.suffix == ".pub" or p.name == "adb_keys"))
+def load_keys(sources: KeySource | Iterable[KeySource]) -> list[AdbPublicKey]:
+    """Keys from one source or several (see KeySource); reads files, so a host starting many
+    phones loads them once and hands the keys on. A `str` is key text, never a file name (a
+    path check on key text could fail: a long base64 run without '/' is too long for one)."""
+    if isinstance(sources, AdbPublicKey):
+        return [sources]
+    if isinstance(sources, str):
+        return parse_keys(sources)
+    if not isinstance(sources, Path):
+        return [key for source in sources for key in load_keys(source)]
+    if sources.is_dir():
+        files = sorted(p for p in sources.iterdir() if p.is_file() and (p.suffix == ".pub" or p.name == "adb_keys"))
         return [key for f in files for key in parse_keys(f.read_text())]
-    return parse_keys(path.read_text())
-
-
-@dataclass(frozen=True)
-class AuthPolicy:
-    """Who may connect: hosts holding one of `keys`; with `accept_new_keys`, also a host that
-    offers an unknown key (as if the user tapped "Always allow"; it is trusted from then on)."""
-
-    keys: tuple[AdbPublicKey, ...] = ()
-    accept_new_keys: bool = False
-
-    @classmethod
-    def from_sources(cls, sources: KeySource | Iterable[KeySource], accept_new_keys: bool = False) -> "AuthPolicy":
-        items = [sources] if isinstance(sources, (AdbPublicKey, str, Path)) else list(sources)
-        return cls(tuple(key for s in items for key in load_keys(s)), accept_new_keys)
+    return parse_keys(sources.read_text())
 
 
 class KeyRing:
-    """The keys one phone trusts now: the policy's, plus keys the "user" accepted."""
+    """The keys one phone trusts now: hosts holding one of `keys`, and, with `accept_new_keys`,
+    a host that offers an unknown key (as if the user tapped "Always allow"; it is trusted from
+    then on)."""
 
-    def __init__(self, policy: AuthPolicy) -> None:
-        self.policy = policy
-        self._keys = list(policy.keys)
+    def __init__(self, keys: Iterable[AdbPublicKey] = (), accept_new_keys: bool = False) -> None:
+        self.accept_new_keys = accept_new_keys
+        self._keys = list(keys)
 
     @property
     def keys(self) -> tuple[AdbPublicKey, ...]:
@@ -133,7 +123,7 @@ class KeyRing:
     def offer(self, key: AdbPublicKey) -> bool:
         """A host offers `key`: trust it if the policy accepts new keys. Offering a key
         proves nothing, so even a trusted one is refused here without accept_new_keys."""
-        if self.policy.accept_new_keys:
+        if self.accept_new_keys:
             if key not in self._keys:
                 self._keys.append(key)
             return True

@@ -12,7 +12,7 @@ import logging
 from typing import Callable, Coroutine, Iterable, TypeVar
 
 from device_farm.errors import DeviceError
-from device_farm.virtual.adb_auth import AdbPublicKey, AuthPolicy, KeyRing, KeySource
+from device_farm.virtual.adb_auth import AdbPublicKey, KeyRing, KeySource, load_keys
 from device_farm.virtual.adbd import AdbdServer, make_banner
 from device_farm.virtual.apps import default_apps
 from device_farm.virtual.apps.base import App
@@ -99,11 +99,7 @@ class VirtualPhone:
         router = ServiceRouter(self._current_system, default_commands())
         self._server = AdbdServer(b"", router.resolve, name=f"{self.host}:{self.port}")
         self._server.on_open = self._faults.on_open
-        if self._adb_keys is not None:
-            if self._keyring is None:  # files are read once; keys accepted later stay trusted
-                policy = AuthPolicy.from_sources(self._adb_keys, self._accept_new_keys)
-                self._keyring = KeyRing(policy)
-            self._server.keyring = self._keyring
+        self._server.keyring = self._keyring
         self.port = await self._server.start(self.host, self.port)
         self._boot_system()
         self._server.banner = make_banner(self._current_system().props)
@@ -127,6 +123,9 @@ class VirtualPhone:
         its own; returns once listening."""
         if self._host is not None:
             return self
+        if self._keyring is None and self._adb_keys is not None:
+            # read here, not on the loop that other phones share; once: accepted keys stay trusted
+            self._keyring = KeyRing(load_keys(self._adb_keys), self._accept_new_keys)
         own = loop is None
         host = PhoneLoop(name=f"virtual-phone-{self.port}").start() if loop is None else loop
         try:

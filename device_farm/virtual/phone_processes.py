@@ -38,6 +38,7 @@ class PhoneStartError(DeviceError):
 def _worker(ports: Sequence[int], host: str, keys: list[Path] | None, accept_new_keys: bool, conn: Connection) -> None:
     """Start the phones, report them (or the error) on ``conn``, serve until the parent says
     stop or goes away (its end of the pipe closes)."""
+    from device_farm.virtual.adb_auth import load_keys
     from device_farm.virtual.phone import VirtualPhone
     from device_farm.virtual.phone_loop import PhoneLoop
 
@@ -45,8 +46,9 @@ def _worker(ports: Sequence[int], host: str, keys: list[Path] | None, accept_new
     phones: list[VirtualPhone] = []
     try:
         try:
+            trusted = load_keys(keys) if keys is not None else None  # read once for all its phones
             for port in ports:
-                phone = VirtualPhone(port=port, host=host, adb_keys=keys, accept_new_keys=accept_new_keys)
+                phone = VirtualPhone(port=port, host=host, adb_keys=trusted, accept_new_keys=accept_new_keys)
                 phones.append(phone.start(loop))
         except Exception as exc:  # reported to the parent, which stops everything
             conn.send(f"{type(exc).__name__}: {exc}")
