@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
-from rich.console import Console
 
+from planner_runtime.cli_common import console, fail
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 
@@ -23,9 +23,6 @@ if TYPE_CHECKING:
     from planner_runtime.harness.memory_search import MemoryStore
 
 memory_app = typer.Typer(help="What the assistant knows about you: preferences, facts, past episodes, reminders.", no_args_is_help=True)
-
-console = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
 
 _PROFILE = typer.Option("default", "--profile", help="The memory profile (one SQLite file each).")
 _KINDS = typer.Option(None, "--kind", "-k", help="Only this kind: preference, episodic, fact, intent (repeatable).")
@@ -45,18 +42,13 @@ def run_memory(home: Path, profile: str | None, disabled: bool, is_task: bool) -
         yield store
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}")
-    return typer.Exit(code)
-
-
 def _store(profile: str, *, embeddings: bool = False):  # noqa: ANN202 - MemoryStore
     from planner_runtime.harness.memory import profile_store
 
     try:
         return profile_store(Settings.from_env().home, profile, embedder="auto" if embeddings else None)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 def _kinds(values: Optional[list[str]]):  # noqa: ANN202 - list[MemoryKind] | None
@@ -67,7 +59,7 @@ def _kinds(values: Optional[list[str]]):  # noqa: ANN202 - list[MemoryKind] | No
     try:
         return [MemoryKind(v) for v in values]
     except ValueError as exc:
-        raise _fail(f"{exc}; kinds are {', '.join(MemoryKind)}") from exc
+        raise fail(f"{exc}; kinds are {', '.join(MemoryKind)}") from exc
 
 
 def _line(memory, score: float | None = None) -> str:  # noqa: ANN001 - Memory
@@ -102,7 +94,7 @@ def memory_list(
             else:
                 rows = [(m, None) for m in store.list(kinds=kinds, limit=limit)]
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if as_json:
         out = [m.model_dump(mode="json") | ({"score": s} if s is not None else {}) for m, s in rows]
         print(json.dumps(out, indent=2, ensure_ascii=False))
@@ -137,14 +129,14 @@ def memory_add(
             expires_at=expires,
         )
     except ValidationError as exc:
-        raise _fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from exc
+        raise fail("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from exc
     except ValueError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     try:
         with _store(profile) as store:
             store.add(memory)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if as_json:
         print(memory.to_json())
     else:
@@ -162,7 +154,7 @@ def memory_forget(
 ) -> None:
     """Delete memories by id, or all that match --query (after showing them)."""
     if not ids and query is None:
-        raise _fail("give memory ids or --query")
+        raise fail("give memory ids or --query")
     try:
         with _store(profile) as store:
             targets = list(ids or [])
@@ -176,13 +168,13 @@ def memory_forget(
                 targets += [m.id for m in matched]
             deleted = store.forget(targets)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if as_json:
         print(json.dumps({"deleted": deleted}))
     else:
         console.print(f"forgot {deleted} memor{'y' if deleted == 1 else 'ies'}")
     if ids and deleted < len(set(ids)) and query is None:
-        raise _fail(f"{len(set(ids)) - deleted} of the ids were not in profile {profile!r}", 1)
+        raise fail(f"{len(set(ids)) - deleted} of the ids were not in profile {profile!r}", 1)
 
 
 @memory_app.command("export")
@@ -198,7 +190,7 @@ def memory_export(
         with _store(profile) as store:
             count = export_jsonl(store, path, kinds=_kinds(kind))
     except (PlannerRuntimeError, OSError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     console.print(f"{path}: {count} memories from profile {profile!r}")
 
 
@@ -214,5 +206,5 @@ def memory_import(
         with _store(profile) as store:
             added, skipped = import_jsonl(store, path)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     console.print(f"imported {added} memories into profile {profile!r} ({skipped} already there)")

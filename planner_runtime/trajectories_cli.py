@@ -14,13 +14,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from planner_runtime.cli_common import fail
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.trajectories import Filter, Summary, TrajectoryStore
 
 trajectories_app = typer.Typer(help="Stored trajectories: list and filter them.", no_args_is_help=True)
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)  # piped: keep ids whole
-err = Console(stderr=True, highlight=False)
 
 
 def outcome(row: Summary) -> str:
@@ -62,12 +62,10 @@ def list_trajectories(
 ) -> None:
     """List stored trajectories, oldest first, with their outcome, steps and tokens."""
     if failed and succeeded:
-        err.print("[red]error:[/red] --failed and --succeeded exclude each other")
-        raise typer.Exit(2)
+        raise fail("--failed and --succeeded exclude each other")
     kinds = {"agent", "infra", "spec"}
     if failure_kind is not None and failure_kind not in kinds:
-        err.print(f"[red]error:[/red] --failure-kind must be one of {', '.join(sorted(kinds))}")
-        raise typer.Exit(2)
+        raise fail(f"--failure-kind must be one of {', '.join(sorted(kinds))}")
     where = Filter(
         task_id=task, success=False if (failed or failure_kind) else (True if succeeded else None),
         failure_kind=failure_kind, planner=planner, planner_release=planner_release,
@@ -77,8 +75,7 @@ def list_trajectories(
         with TrajectoryStore(store or Settings.from_env().store_path) as db:
             rows = db.query(where, limit=limit)
     except PlannerRuntimeError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise fail(str(exc)) from exc
     if as_json:
         print(json.dumps([{**asdict(r), "outcome": outcome(r)} for r in rows], default=str, indent=2))
         return

@@ -11,13 +11,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
+from planner_runtime.cli_common import fail
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.viewer.page import ScreenshotReader, render_page
-
-err = Console(stderr=True, highlight=False)
 
 
 def artifact_reader(root: Path | None = None) -> ScreenshotReader | None:
@@ -50,8 +48,7 @@ def view(
     from planner_runtime.trajectories import TrajectoryStore
 
     if (trajectory_id is None) == (not failed):
-        err.print("[red]error:[/red] give a trajectory id or --failed (not both)")
-        raise typer.Exit(2)
+        raise fail("give a trajectory id or --failed (not both)")
     try:
         with TrajectoryStore(store or Settings.from_env().store_path) as db:
             if failed:
@@ -59,8 +56,7 @@ def view(
             else:  # a trajectory and the sub-agent episodes it delegated
                 trajs = [db.get(trajectory_id)] + [db.get(child) for child in db.children(trajectory_id)]
     except PlannerRuntimeError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise fail(str(exc)) from exc
     title = "Failed trajectories" + (f" since {since:%Y-%m-%d %H:%M}" if since else "") if failed else None
     page = render_page(trajs, screenshots=artifact_reader(artifacts), title=title)
     path = out or Path(f"{trajectory_id}.html" if trajectory_id else "failed.html")
