@@ -69,12 +69,12 @@ class AlarmListActivity(Activity):
         top = screen.top + 200
         for alarm_id, hour, minutes, enabled, label in self.clock.alarms():
             row_top = top + len(rows) * ROW_HEIGHT
-            children = [text_view(Bounds(60, row_top + 40, 700, row_top + 180),
+            children = [text_view(Bounds(60, row_top + 40, w - 380, row_top + 180),
                                   format_time(hour, minutes), rid("digital_clock"))]
             if label:
-                children.append(text_view(Bounds(60, row_top + 180, 700, row_top + 250), label,
+                children.append(text_view(Bounds(60, row_top + 180, w - 380, row_top + 250), label,
                                           rid("edit_label")))
-            children.append(switch(Bounds(860, row_top + 70, 1020, row_top + 170), bool(enabled),
+            children.append(switch(Bounds(w - 220, row_top + 70, w - 60, row_top + 170), bool(enabled),
                                    rid("onoff"), lambda a=alarm_id: self.clock.toggle(a)))
             rows.append(group(Bounds(0, row_top, w, row_top + ROW_HEIGHT), children,
                               rid("alarm_item"), cls="android.widget.FrameLayout"))
@@ -101,15 +101,18 @@ class AlarmListActivity(Activity):
         def setter(key: str) -> Any:
             return lambda text: picker.__setitem__(key, text)
 
-        d = Bounds(90, 800, 990, 1500)
+        def x(at: int) -> int:  # laid out for 1080 px, scaled to the width in use (`wm size`)
+            return at * screen.right // 1080
+
+        d = Bounds(x(90), 800, x(990), 1500)
         dialog = group(d, [
-            text_view(Bounds(150, 840, 930, 940), "Set alarm time", "android:id/alertTitle"),
-            edit_text(self, Bounds(150, 980, 520, 1160), "android:id/input_hour", "Hour",
+            text_view(Bounds(x(150), 840, x(930), 940), "Set alarm time", "android:id/alertTitle"),
+            edit_text(self, Bounds(x(150), 980, x(520), 1160), "android:id/input_hour", "Hour",
                       picker["hour"], setter("hour")),
-            edit_text(self, Bounds(560, 980, 930, 1160), "android:id/input_minute", "Minute",
+            edit_text(self, Bounds(x(560), 980, x(930), 1160), "android:id/input_minute", "Minute",
                       picker["minute"], setter("minute")),
-            button(Bounds(470, 1340, 700, 1460), "Cancel", "android:id/button2", on_click=self._close_picker),
-            button(Bounds(720, 1340, 950, 1460), "OK", "android:id/button1", on_click=self._confirm_picker),
+            button(Bounds(x(470), 1340, x(700), 1460), "Cancel", "android:id/button2", on_click=self._close_picker),
+            button(Bounds(x(720), 1340, x(950), 1460), "OK", "android:id/button1", on_click=self._confirm_picker),
         ], "android:id/parentPanel", cls="android.widget.FrameLayout")
         scrim = group(Bounds(0, 0, screen.right, screen.bottom + 100), [], on_click=self._close_picker)
         return [scrim, dialog]

@@ -68,10 +68,20 @@ def test_override_changes_what_uiautomator2_the_hierarchy_and_screenshots_show(v
     assert (right, bottom) == (720, 1600)
     assert dev.screenshot().size == (720, 1600)
     assert d.screenshot().size == (720, 1600)
-    # apps lay out in the smaller screen and still take taps there
+    # apps lay out in the smaller screen and still take taps there: add an alarm, switch it off
     d.app_start("com.google.android.deskclock")
-    assert d(text="Alarm").exists
-    d(text="Alarm").click()
+    fab = d(description="Add alarm")
+    assert fab.center()[0] == 360
+    fab.click()
+    assert d(text="Set alarm time").exists
+    d(resourceId="android:id/input_hour").set_text("6")
+    d(resourceId="android:id/input_minute").set_text("45")
+    d(resourceId="android:id/button1").click()
+    assert d(resourceId="com.google.android.deskclock:id/digital_clock").get_text() == "6:45 AM"
+    switch = d(resourceId="com.google.android.deskclock:id/onoff")
+    assert switch.info["checked"]  # a new alarm is on
+    switch.click()
+    assert not switch.info["checked"]
     dev.shell("wm size reset")
     assert dev.screenshot().size == (1080, 2400)
 
