@@ -20,7 +20,7 @@ from device_farm.errors import DeviceOffline
 from planner_runtime.contract import DeviceRef, ErrorCode, Source, Step, TrajectoryStatus
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
-from planner_runtime.harness.toolbox import default_toolset, for_goal, installed_apps, usable, with_skills
+from planner_runtime.harness.toolbox import device_tools, for_goal, installed_apps, with_skills
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult, ToolSet
 from planner_runtime.planners import Planner, Sampling
 from planner_runtime.trajectories import TrajectoryStore
@@ -77,7 +77,7 @@ class Delegate(Tool):
         if names:
             tools = [t for t in offered if t.name in names]  # keep the parent's order
         else:
-            installed = usable(default_toolset(), installed_apps(ctx.installed()))
+            installed = device_tools(ctx)
             tools = list(for_goal(ToolSet(offered + [t for t in installed if t.name not in self.pool]), goal))
         finish = [self.pool["finish"]] if "finish" in self.pool else []
         return ToolSet([t for t in tools if t.name != "finish"] + finish)

@@ -70,6 +70,11 @@ def usable(tools: ToolSet, apps: Sequence[str]) -> ToolSet:
     return ToolSet(t for t in tools if t.app is None or not t.needs_app or t.app in present)
 
 
+def device_tools(ctx: ToolContext) -> ToolSet:
+    """The default tools that work on ``ctx``'s phone: general ones and those of its installed apps."""
+    return usable(default_toolset(), installed_apps(ctx.installed()))
+
+
 def _app_doc(app: str, tools: list[Tool]) -> list[tuple[str, float]]:
     """What an app is known by: its names and tool names weigh more than the tools' descriptions."""
     entry = find_app(app)
@@ -121,7 +126,7 @@ def toolset_for(
     ``gate``, sensitive actions are denied."""
     ctx = ToolContext(device=device, gate=gate or SafetyGate())
     apps = installed_apps(ctx.installed())
-    pool = usable(default_toolset(), apps)
+    pool = device_tools(ctx)
     chosen = select(load_skills() if skills is None else skills, goal, tools=pool.names(), apps=apps)
     if narrow:
         pool = for_goal(pool, goal, keep={t for s in chosen for t in s.referenced_tools()})
