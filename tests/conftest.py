@@ -33,11 +33,12 @@ class PhoneHandle:
     def device(self) -> adbutils.AdbDevice:
         return self.adb.client.device(self.serial)
 
-    def adb_cli(self, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
-        """Run the real `adb` command-line client against this phone."""
+    def adb_cli(self, *args: str, input: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
+        """Run the real `adb` command-line client against this phone, with `input` on its
+        stdin (none: an empty stdin, so it never waits on the terminal)."""
         return subprocess.run(
             [adbutils.adb_path(), "-H", self.adb.host, "-P", str(self.adb.port), "-s", self.serial, *args],
-            capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout,
+            input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True, timeout=timeout,
             env={k: v for k, v in os.environ.items() if k not in ("ANDROID_SERIAL", "ANDROID_ADB_SERVER_PORT")},
         )
 

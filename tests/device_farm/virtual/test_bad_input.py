@@ -5,16 +5,14 @@ before CNXN and unknown services through adbutils are in test_vp_robustness.)"""
 from __future__ import annotations
 
 import logging
-import socket
 import struct
 
 import adbutils
 import pytest
 import uiautomator2 as u2
 
-from device_farm.virtual.packets import A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, Packet
-
-HEADER = struct.Struct("<6I")
+from device_farm.virtual.packets import A_CLSE, A_OKAY, A_OPEN, A_WRTE, HEADER, Packet
+from tests.device_farm.virtual.raw_adb import RawAdb
 
 
 @pytest.fixture
@@ -26,52 +24,6 @@ def still_serving(*handles) -> None:
     for handle in handles:
         assert handle.device.shell("echo alive") == "alive"
         assert u2.connect(handle.device).info["displayWidth"] == 1080
-
-
-class RawAdb:
-    """A hand-written host talking straight to the phone's adbd port."""
-
-    def __init__(self, phone) -> None:
-        self.sock = socket.create_connection((phone.host, phone.port), timeout=5)
-        self.send(Packet(A_CNXN, A_VERSION, 4096, b"host::\x00"))
-        assert self.recv().command == A_CNXN
-
-    def send(self, packet: Packet) -> None:
-        self.sock.sendall(packet.encode())
-
-    def recv(self) -> Packet:
-        head = self._exact(HEADER.size)
-        command, arg0, arg1, length, _, _ = HEADER.unpack(head)
-        return Packet(command, arg0, arg1, self._exact(length) if length else b"")
-
-    def _exact(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("phone hung up")
-            buf += chunk
-        return buf
-
-    def open(self, service: bytes, local_id: int = 1) -> Packet:
-        self.send(Packet(A_OPEN, local_id, 0, service + b"\x00"))
-        return self.recv()
-
-    def write(self, reply: Packet, data: bytes, local_id: int = 1) -> None:
-        self.send(Packet(A_WRTE, local_id, reply.arg0, data))
-
-    def read_until_close(self) -> bytes:
-        out = b""
-        while True:
-            packet = self.recv()
-            if packet.command == A_CLSE:
-                return out
-            if packet.command == A_WRTE:
-                out += packet.data
-                self.send(Packet(A_OKAY, packet.arg1, packet.arg0))
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.mark.parametrize("garbage", [

@@ -82,15 +82,16 @@ def test_more_processes_than_phones_is_refused():
 
 def test_workers_require_auth_with_the_key_files_given(tmp_path):
     from device_farm.adbserver import AdbServer
-    from device_farm.virtual.packets import A_AUTH, A_CNXN, A_VERSION, HEADER, Packet
+    from device_farm.virtual.packets import A_AUTH, A_CNXN, A_VERSION, Packet
+    from tests.device_farm.virtual.raw_adb import RawAdb
     from tests.device_farm.virtual.test_vp_auth import keygen
 
     pub = keygen(tmp_path / "home" / ".android" / "adbkey")
     with AdbServer(home=tmp_path / "home") as server, PhoneProcesses(count=2, processes=1, adb_keys=[pub]) as farm:
         for phone in farm.phones:
-            with socket.create_connection((phone.host, phone.port), timeout=5) as raw:  # a host with no key
-                raw.sendall(Packet(A_CNXN, A_VERSION, 4096, b"host::\x00").encode())
-                assert HEADER.unpack(raw.recv(HEADER.size))[0] == A_AUTH
+            with RawAdb(phone, handshake=False) as raw:  # a host with no key is asked for AUTH
+                raw.send(Packet(A_CNXN, A_VERSION, 4096, b"host::\x00"))
+                assert raw.recv().command == A_AUTH
             serial = server.connect_device(phone.address)
             assert server.client.device(serial).shell("echo trusted") == "trusted"
     (tmp_path / "adb_keys").write_text("garbage\n")

@@ -9,7 +9,6 @@ import base64
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -23,7 +22,8 @@ from device_farm.virtual.adb_auth import (
     _KEY_STRUCT, AUTH_RSAPUBLICKEY, AUTH_SIGNATURE, AUTH_TOKEN, KEY_WORDS, TOKEN_SIZE, AdbPublicKey, BadAdbKey,
     load_keys,
 )
-from device_farm.virtual.packets import A_AUTH, A_CNXN, A_OKAY, A_OPEN, A_VERSION, HEADER, Packet
+from device_farm.virtual.packets import A_AUTH, A_CNXN, A_OKAY, A_OPEN, A_VERSION, Packet
+from tests.device_farm.virtual.raw_adb import RawAdb
 
 
 def keygen(path: Path) -> Path:
@@ -141,27 +141,6 @@ def test_without_keys_there_is_no_auth(virtual_phone):
 # --- the protocol on a raw connection, and the signature check ------------------------
 
 
-class RawHost:
-    def __init__(self, phone: VirtualPhone) -> None:
-        self.sock = socket.create_connection((phone.host, phone.port), timeout=5)
-
-    def send(self, packet: Packet) -> None:
-        self.sock.sendall(packet.encode())
-
-    def recv(self) -> Packet:
-        command, arg0, arg1, length, _, _ = HEADER.unpack(self._exact(HEADER.size))
-        return Packet(command, arg0, arg1, self._exact(length) if length else b"")
-
-    def _exact(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("phone hung up")
-            buf += chunk
-        return buf
-
-
 def openssl_sign(private_key: Path, token: bytes, tmp_path: Path) -> bytes:
     (tmp_path / "token").write_bytes(token)
     subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", str(private_key), "-pkeyopt", "digest:sha1",
@@ -177,7 +156,7 @@ def test_token_signature_and_public_key_steps(tmp_path):
     pub = keygen(tmp_path / "host" / "adbkey")
     stranger = keygen(tmp_path / "stranger" / "adbkey")
     with VirtualPhone(adb_keys=pub) as phone:
-        host = RawHost(phone)
+        host = RawAdb(phone, handshake=False)
         host.send(Packet(A_CNXN, A_VERSION, 4096, b"host::\x00"))
         challenge = host.recv()
         assert (challenge.command, challenge.arg0, len(challenge.data)) == (A_AUTH, AUTH_TOKEN, TOKEN_SIZE)
@@ -192,7 +171,7 @@ def test_token_signature_and_public_key_steps(tmp_path):
         assert online.command == A_CNXN and online.data.startswith(b"device::")
         host.send(Packet(A_OPEN, 2, 0, b"shell:echo now\x00"))
         assert host.recv().command == A_OKAY
-        host.sock.close()
+        host.close()
 
 
 @needs_openssl

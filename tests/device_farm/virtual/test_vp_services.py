@@ -5,9 +5,7 @@ features the phone advertises."""
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
-import subprocess
 
 import adbutils
 import pytest
@@ -15,18 +13,9 @@ import pytest
 from device_farm.virtual.adbd import FEATURES
 
 
-def adb_with_stdin(handle, data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """The real adb CLI with `data` on its stdin."""
-    return subprocess.run(
-        [adbutils.adb_path(), "-H", handle.adb.host, "-P", str(handle.adb.port), "-s", handle.serial, *args],
-        input=data, capture_output=True, timeout=30,
-        env={k: v for k, v in os.environ.items() if k not in ("ANDROID_SERIAL", "ANDROID_ADB_SERVER_PORT")},
-    )
-
-
 def test_exec_in_writes_stdin_to_a_file(virtual_phone):
     data = bytes(range(256)) * 2000  # 512 KB of every byte value: no line discipline in the way
-    result = adb_with_stdin(virtual_phone, data, "exec-in", "cat > /data/local/tmp/f.bin")
+    result = virtual_phone.adb_cli("exec-in", "cat > /data/local/tmp/f.bin", input=data)
     assert result.returncode == 0, result.stderr
     d = virtual_phone.device
     assert d.shell("md5sum /data/local/tmp/f.bin") == f"{hashlib.md5(data).hexdigest()}  /data/local/tmp/f.bin"
@@ -34,20 +23,20 @@ def test_exec_in_writes_stdin_to_a_file(virtual_phone):
 
 
 def test_exec_in_appends_and_runs_the_rest_of_the_line(virtual_phone):
-    adb_with_stdin(virtual_phone, b"one\n", "exec-in", "mkdir -p /sdcard/in && cat > /sdcard/in/log")
-    adb_with_stdin(virtual_phone, b"two\n", "exec-in", "cat >> /sdcard/in/log")
+    virtual_phone.adb_cli("exec-in", "mkdir -p /sdcard/in && cat > /sdcard/in/log", input=b"one\n")
+    virtual_phone.adb_cli("exec-in", "cat >> /sdcard/in/log", input=b"two\n")
     assert virtual_phone.device.shell("cat /sdcard/in/log") == "one\ntwo"
 
 
 def test_shell_v2_commands_read_stdin_until_close_stdin(virtual_phone):
     data = b"hello from the host\n" * 100
-    result = adb_with_stdin(virtual_phone, data, "shell", "md5sum")
+    result = virtual_phone.adb_cli("shell", "md5sum", input=data)
     assert result.stdout.decode() == f"{hashlib.md5(data).hexdigest()}  -\n"
-    result = adb_with_stdin(virtual_phone, b"apple\nbanana\ncherry\n", "shell", "grep an")
+    result = virtual_phone.adb_cli("shell", "grep an", input=b"apple\nbanana\ncherry\n")
     assert (result.returncode, result.stdout) == (0, b"banana\n")
     # a command that names its input does not wait for stdin
     virtual_phone.device.shell("echo kept > /sdcard/k.txt")
-    result = adb_with_stdin(virtual_phone, b"ignored", "exec-out", "echo out; cat /sdcard/k.txt")
+    result = virtual_phone.adb_cli("exec-out", "echo out; cat /sdcard/k.txt", input=b"ignored")
     assert result.stdout == b"out\nkept\n"
 
 
