@@ -76,9 +76,12 @@ def device_tools(ctx: ToolContext) -> ToolSet:
 
 
 def _app_doc(app: str, tools: list[Tool]) -> list[tuple[str, float]]:
-    """What an app is known by: its names and tool names weigh more than the tools' descriptions."""
+    """What an app is known by: its names and tool names weigh more than the tools' descriptions.
+    The app must be in the catalogue: a misspelt one would silently lose its aliases and topics."""
     entry = find_app(app)
-    names = " ".join([app, *(entry.aliases if entry else ()), entry.topics if entry else "", *(t.name.replace("_", " ") for t in tools)])
+    if entry is None:
+        raise ValueError(f"tool {tools[0].name!r} names app {app!r}, which is not in the apps catalogue")
+    names = " ".join([app, *entry.aliases, entry.topics, *(t.name.replace("_", " ") for t in tools)])
     return [(names, 3.0), (" ".join(t.description for t in tools), 1.0)]
 
 
@@ -93,8 +96,8 @@ def relevant_apps(tools: ToolSet, goal: str, *, max_apps: int = MAX_APPS) -> lis
     ranked = sorted(zip(scores([_app_doc(a, by_app[a]) for a in apps], goal), apps), key=lambda pair: -pair[0])
     if not ranked or ranked[0][0] <= 0:
         return []
-    floor = ranked[0][0] / 3
-    return [app for score, app in ranked[:max_apps] if score > 0 and score >= floor]
+    floor = ranked[0][0] / 3  # > 0, so every app kept matched the goal
+    return [app for score, app in ranked[:max_apps] if score >= floor]
 
 
 def for_goal(tools: ToolSet, goal: str, *, keep: Iterable[str] = (), max_apps: int = MAX_APPS) -> ToolSet:

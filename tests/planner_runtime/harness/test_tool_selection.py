@@ -3,12 +3,20 @@ tools of the apps the goal bears on), so a prompt carries a fraction of the ~45 
 
 from __future__ import annotations
 
+import pytest
+
 from device_farm.adb import AdbDevice
 from device_farm.virtual.apps import default_apps
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
-from planner_runtime.harness.apps import APPS
+from planner_runtime.harness.apps import APPS, find_app
 from planner_runtime.harness.relevance import scores, terms
+from planner_runtime.harness.subagents import Delegate
 from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, toolset_for, usable
+from planner_runtime.harness.tools import ToolSet
+from planner_runtime.harness.tools.apps import SetAlarm
+from planner_runtime.harness.tools.memory import Recall, Remember
+from planner_runtime.harness.tools.screenshot import Screenshot
+from planner_runtime.harness.tools.user import AskUser
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.planners.toolcalls import render_tools
 from planner_runtime.runner import run_goal
@@ -57,6 +65,16 @@ def test_selection_is_stable_and_keeps_the_default_order():
 def test_keep_brings_tools_the_chosen_skills_use():
     tools = for_goal(default_toolset(), "Set an alarm for 7:30", keep={"read_messages"})
     assert "read_messages" in tools and "send_message" not in tools
+
+
+def test_every_tool_names_its_app_as_the_catalogue_does():
+    """An app the catalogue lacks would never count as installed, and its tools would be ranked
+    without the app's aliases and topics; so tool selection refuses one."""
+    for tool in [*default_toolset(), AskUser, Screenshot, Remember, Recall, Delegate]:
+        assert tool.app is None or (find_app(tool.app) is not None and find_app(tool.app).name == tool.app), tool.name
+    misspelt = type("MisspeltAlarm", (SetAlarm,), {"app": "Clcok"})()
+    with pytest.raises(ValueError, match="Clcok"):
+        relevant_apps(ToolSet([misspelt]), "Set an alarm for 7:30")
 
 
 def test_app_tools_of_missing_apps_are_not_offered():
