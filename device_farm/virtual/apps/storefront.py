@@ -10,10 +10,12 @@ the app's sign-in screen (email, password, a "Sign in" button that signs in any 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, ClassVar
 
+from device_farm.virtual.apps import widgets
 from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, scrolled, text_view
+from device_farm.virtual.apps.widgets import button, edit_text, scrolled, text_view
 from device_farm.virtual.content import SqliteProvider
 from device_farm.virtual.intents import Intent
 from device_farm.virtual.ui import Bounds, ViewNode
@@ -121,19 +123,16 @@ class AccountActivity(Activity):
 
 def row_list(bounds: Bounds, row_height: int, count: int, make_row: Callable[[int, Bounds], ViewNode],
              resource_id: str, empty: str, empty_id: str, scroll: ListScroll | None = None) -> ViewNode:
-    """A RecyclerView showing the rows that fit in ``bounds`` (scrollable when more exist),
-    from the row ``scroll`` is at; ``make_row`` gets the row's index in the whole list."""
-    fit = max(1, (bounds.bottom - bounds.top) // row_height)
+    """``widgets.row_list`` over ``count`` rows, from the row ``scroll`` is at (kept within the
+    list), or ``empty`` when there are none; ``make_row`` gets the row's index in the whole list."""
     first = 0
     if scroll is not None:
+        fit = max(1, (bounds.bottom - bounds.top) // row_height)
         scroll.first = first = min(scroll.first, max(0, count - fit))
         scroll.total, scroll.row_height, scroll.bounds = count, row_height, bounds
     if count == 0:
         return text_view(bounds, empty, empty_id)
-    rows = [make_row(first + i, Bounds(bounds.left, bounds.top + i * row_height, bounds.right,
-                                       bounds.top + (i + 1) * row_height))
-            for i in range(min(count - first, fit))]
-    return group(bounds, rows, resource_id, cls="androidx.recyclerview.widget.RecyclerView", scrollable=count > fit)
+    return widgets.row_list(bounds, [partial(make_row, i) for i in range(count)], row_height, first, resource_id)
 
 
 def money(amount: float, symbol: str = "$") -> str:
