@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from device_farm.adbsource import VirtualSource
@@ -109,8 +111,13 @@ def test_an_episode_that_raises_stops_the_collection_instead_of_hanging(pool, st
             raise RuntimeError("a bug in the planner factory")
         return solver(task)
 
-    with pytest.raises(CollectionStopped, match=r"contacts.add_contact#\d raised RuntimeError: a bug.*--resume coll_"):
+    with pytest.raises(CollectionStopped, match=r"contacts.add_contact#\d raised RuntimeError: a bug.*--resume coll_") as info:
         collect(TASKS, pool=pool, store=store, planner_for=buggy, workers=2, repeat=2)
-    resumed, progress = collect([t for t in TASKS if t.id != "contacts.add_contact"], pool=pool, store=store,
-                                planner_for=solver, workers=2, repeat=2)
-    assert progress.success == 6  # the pool and the store are still usable
+    coll = re.search(r"--resume (coll_\S+)", str(info.value)).group(1)
+    finished = {t.item for t in _trajectories(store, coll)}
+    assert finished and not any(i.startswith("contacts.add_contact#") for i in finished)
+    # the pool and the store are still usable, and resuming with the id the error names runs only the rest
+    resumed, progress = collect(TASKS, pool=pool, store=store, planner_for=solver, workers=2, repeat=2, collection=coll)
+    assert resumed == coll and (progress.skipped, progress.success) == (len(finished), 8 - len(finished))
+    items = [t.item for t in _trajectories(store, coll)]
+    assert sorted(items) == sorted(f"{t.id}#{r}" for t in TASKS for r in range(2))  # none ran twice
