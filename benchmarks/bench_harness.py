@@ -78,7 +78,7 @@ class TimedDevice:
 
 class TimedPlanner:
     def __init__(self, planner: ScriptedPlanner, clock: Clock) -> None:
-        self._planner, self.name, self.release = planner, planner.name, planner.release
+        self.name, self.release = planner.name, planner.release
         self.plan = clock.wrap(planner.plan)
 
 
