@@ -153,10 +153,7 @@ class ShellService:
         if len(data) > MAX_STDIN:
             logger.warning("shell: closing the stream after %d bytes of stdin", len(data))
             raise StreamClosed("stdin too large")
-        ctx = self._context(channel, bytes(data), stream)
-        status = await self._session.run(self._spec.command, ctx)
-        assert ctx.flush is not None
-        await ctx.flush()
+        status = await self._run_line(channel, self._spec.command, bytes(data), stream)
         if stream.closed:
             raise StreamClosed("host closed the stream after sending its input")
         return status
@@ -171,8 +168,11 @@ class ShellService:
         except StreamClosed:
             return
 
-    async def _run_line(self, channel: ShellChannel, text: str) -> int:
-        ctx = self._context(channel)
+    async def _run_line(self, channel: ShellChannel, text: str, stdin: bytes = b"",
+                        stream: AdbStream | None = None) -> int:
+        """Run `text` on `stdin` to its end and send its output (dropped, with `stream`, once
+        the host has closed that stream)."""
+        ctx = self._context(channel, stdin, stream)
         status = await self._session.run(text, ctx)
         assert ctx.flush is not None
         await ctx.flush()
