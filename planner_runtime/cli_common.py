@@ -20,7 +20,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def screen_summary(step: Step) -> str:
+def _screen_summary(step: Step) -> str:
     """One line about the screen after the step: its app and how many elements it shows."""
     obs = step.feedback.observation
     if obs is None:
@@ -47,7 +47,7 @@ def print_step(step: Step, depth: int = 0) -> None:
     note = f"\n{pad}        [yellow]{fb.note}[/yellow]" if fb.note else ""
     console.print(
         f"{pad}[bold]{label} {step.index + 1}[/bold]  {what}\n{pad}        → {outcome}  "
-        f"[dim]({step.plan_seconds:.2f}s plan, {step.act_seconds:.2f}s act)[/dim]{note}\n{pad}        [dim]{screen_summary(step)}[/dim]",
+        f"[dim]({step.plan_seconds:.2f}s plan, {step.act_seconds:.2f}s act)[/dim]{note}\n{pad}        [dim]{_screen_summary(step)}[/dim]",
         markup=True,
     )
 
@@ -59,7 +59,7 @@ def print_child_step(step: Step) -> None:
     print_step(step, 1)
 
 
-def ask_user(question: str) -> str:
+def _ask_user(question: str) -> str:
     return typer.prompt(f"The assistant asks: {question}", err=True)
 
 
@@ -69,7 +69,7 @@ def answerer(answers: Path | None):  # noqa: ANN202 - an Answerer, or None when 
 
     from planner_runtime.harness.tools.user import ScriptedAnswers, chain
 
-    return chain(ScriptedAnswers.load(answers) if answers else None, ask_user if sys.stdin.isatty() else None)
+    return chain(ScriptedAnswers.load(answers) if answers else None, _ask_user if sys.stdin.isatty() else None)
 
 
 def print_summary(traj: Trajectory) -> None:
@@ -97,7 +97,7 @@ def make_planner(backend: str, model: str | None, script: Path | None):  # noqa:
     return planners.create(backend, **kwargs)
 
 
-def ask(tool: str, category, arguments: dict) -> bool:  # noqa: ANN001 - Sensitivity
+def _ask(tool: str, category, arguments: dict) -> bool:  # noqa: ANN001 - Sensitivity
     shown = json.dumps(arguments, ensure_ascii=False)
     return typer.confirm(f"The assistant wants to {category.value}: {tool} {shown}. Allow?", default=False, err=True)
 
@@ -109,4 +109,4 @@ def safety_gate(policy: Path | None):  # noqa: ANN202 - SafetyGate
     from planner_runtime.harness.safety import Policy, SafetyGate
 
     rules = Policy.load(policy) if policy else Policy()
-    return SafetyGate(policy=rules, confirm=ask if sys.stdin.isatty() else None)
+    return SafetyGate(policy=rules, confirm=_ask if sys.stdin.isatty() else None)
