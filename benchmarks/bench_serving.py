@@ -91,6 +91,7 @@ def main() -> None:
         sequential_s = time.perf_counter() - started
 
         server.engine.batches.clear()
+        server.engine.widest = 0
         outs: list = [None] * len(goals)
 
         # each client made before the clock starts, as a harness worker keeps its own: making
@@ -113,12 +114,12 @@ def main() -> None:
         concurrent_s = time.perf_counter() - started
         for c in clients:
             c.close()
-        batches = list(server.engine.batches)
+        batches, widest = list(server.engine.batches), server.engine.widest
 
     same = sum(a.text == b.text for a, b in zip(seq, outs))
     tokens = sum(o.usage.completion_tokens for o in outs)
     print(f"sequential, 1 client : {sequential_s:6.2f} s  {len(goals) / sequential_s:5.2f} req/s")
-    print(f"concurrent, {len(goals)} clients: {concurrent_s:6.2f} s  {len(goals) / concurrent_s:5.2f} req/s  batches {batches}")
+    print(f"concurrent, {len(goals)} clients: {concurrent_s:6.2f} s  {len(goals) / concurrent_s:5.2f} req/s  requests per busy spell {batches}, at most {widest} rows a step")
     print(f"throughput ratio (concurrent / sequential): {sequential_s / concurrent_s:.2f}x   (target >= 3x)")
     print(f"answers identical in both runs: {same}/{len(goals)}; {tokens} output tokens in the concurrent run")
     peak = peak_rss_mb()

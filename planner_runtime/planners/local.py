@@ -475,6 +475,14 @@ def _growing_layer_class() -> type:
             if tokens_to_remove and self._kbuf is not None:
                 self._view(max(0, self._n + tokens_to_remove))
 
+        def keep_positions(self, indices: Any) -> None:
+            """Keep only the cached positions at ``indices`` (ascending), moved to the front."""
+            if self._kbuf is not None:
+                n = int(indices.numel())
+                self._kbuf[..., :n, :] = self._kbuf.index_select(-2, indices)
+                self._vbuf[..., :n, :] = self._vbuf.index_select(-2, indices)
+                self._view(n)
+
         def batch_select_indices(self, indices: Any) -> None:
             if self._kbuf is not None:
                 self._kbuf, self._vbuf = self._kbuf[indices], self._vbuf[indices]

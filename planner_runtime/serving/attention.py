@@ -1,14 +1,19 @@
-"""Shared-prefix attention: many rows attend to one copy of their common prompt start.
+"""Prefix attention: packed rows attend kept prompt KV that is stored once, not copied per row.
 
-Concurrent planner requests share a long start (system prompt and tool schemas, thousands of
-tokens). Copying its KV cache to every row of a batch multiplies both memory and the bytes each
-decode step reads by the batch width. Here the prefix stays one row wide: every row's queries
-attend to it together (the batch folded into the query dimension, so each key and value is read
-once per step) and to the row's own keys, and one softmax runs over both parts — the same
-arithmetic as attending to a per-row copy, without the copy.
+Concurrent planner requests share long prompt starts (system prompt and tool schemas, thousands
+of tokens) and differ after them (other tools, another screen, another goal). The batch decoder
+keeps prompt KV in a radix tree (:mod:`~planner_runtime.serving.prefix_tree`): each node holds
+the keys and values of one stretch of tokens, and a row's prompt is the chain of nodes from the
+root to its leaf. A decode step packs every live row's pending tokens into one sequence; here
+each query position attends the nodes of its own row's chain (all positions of a kv head against
+one node in one kernel call, so a node is read once per step however many rows share it) and then
+its row's own keys. The parts are merged by their log-sum-exps: the same softmax as attending one
+per-row copy of the whole prompt, without the copy.
 
 It plugs into transformers' attention registry under :data:`NAME`. Calls that pass no
 ``shared_prefix`` (the single-chat planner on the same model) fall through to SDPA unchanged.
+On a CPU with the fused flash kernel each node is attended through it; elsewhere (CUDA) through
+plain matrix products, which also return the log-sum-exp the merge needs.
 """
 
 from __future__ import annotations
@@ -23,47 +28,54 @@ NAME = "planner_shared_prefix"
 
 
 @dataclass(frozen=True)
-class SharedPrefix:
-    """Per-layer keys and values of the one-row prefix (``[1, kv_heads, length, head_dim]``)
-    and, optionally, which of its positions each row may see (``[rows, length]`` bool).
-    ``window``: the first of the rows' own cached positions the queries may see; a chunk of one
-    row's prompt skips the other rows' keys before it instead of computing scores it masks away."""
+class Segment:
+    """Per-layer keys and values of a stretch of prompt tokens (``[1, kv_heads, length, head_dim]``)."""
 
     keys: tuple["torch.Tensor", ...]
     values: tuple["torch.Tensor", ...]
-    visible: "torch.Tensor | None" = None
-    window: int = 0
 
     @classmethod
-    def of(cls, cache: Any, visible: "torch.Tensor | None" = None) -> SharedPrefix:
+    def of(cls, cache: Any) -> Segment:
         layers = [layer for layer in cache.layers if getattr(layer, "keys", None) is not None]
-        return cls(tuple(layer.keys for layer in layers), tuple(layer.values for layer in layers), visible)
+        return cls(tuple(layer.keys for layer in layers), tuple(layer.values for layer in layers))
 
     @property
     def length(self) -> int:
         return int(self.keys[0].shape[2]) if self.keys else 0
 
+    def split(self, at: int) -> tuple[Segment, Segment]:
+        """The first ``at`` positions and the rest. The smaller part is copied out and the larger
+        stays a view of this storage, so a split copies, and at worst strands, the smaller part."""
+        copy_first = at <= self.length - at
+        first = self.part(slice(None, at), copy_first)
+        rest = self.part(slice(at, None), not copy_first)
+        return first, rest
+
+    def part(self, positions: slice, copy: bool = True) -> Segment:
+        """These positions, copied into storage of their own unless ``copy`` is false."""
+        def take(t: "torch.Tensor") -> "torch.Tensor":
+            return t[:, :, positions].clone() if copy else t[:, :, positions]
+
+        return Segment(tuple(take(k) for k in self.keys), tuple(take(v) for v in self.values))
+
 
 @dataclass(frozen=True)
-class SharedPrefixes:
-    """Several one-row prefixes in one packed sequence (rows whose prompts start differently,
-    such as requests offered different tools): query position ``i`` attends ``prefixes[of_query[i]]``.
-    Only on the fused CPU path (:func:`several_prefixes`); ``window`` as in :class:`SharedPrefix`."""
+class Prefixes:
+    """What the packed query positions attend before their rows' own keys: ``segments[i]`` is
+    seen by the positions in ``seen_by[i]`` (long ``[k]``), or by every position (``None``).
+    Segments are merged in order; a position's segments are its row's chain from the root."""
 
-    prefixes: tuple[SharedPrefix, ...]
-    of_query: "torch.Tensor"  # long [q]
-    window: int = 0
-    visible: None = None
+    segments: tuple[Segment, ...]
+    seen_by: tuple["torch.Tensor | None", ...]
+    window: int = 0  # the first cached own position the queries may see (the keys before it are other rows')
+    # short segments, concatenated, and which of their positions each query sees (bool ``[q, n]``):
+    # attended with the rows' own keys instead of a kernel call each
+    short: Segment | None = None
+    short_seen: "torch.Tensor | None" = None
 
     @property
     def length(self) -> int:
-        return max(p.length for p in self.prefixes)
-
-
-def several_prefixes(model: Any) -> bool:
-    """Whether rows of one batch may attend different prefixes on this model (installed, on a CPU
-    with the fused kernel); elsewhere the batch decoder runs each prefix's rows in turn."""
-    return _FLASH_CPU is not None and model.config._attn_implementation == NAME and model.device.type == "cpu"
+        return sum(s.length for s in self.segments)
 
 
 def shared_prefix_attention(
@@ -74,57 +86,66 @@ def shared_prefix_attention(
     attention_mask: "torch.Tensor | None",
     scaling: float | None = None,
     dropout: float = 0.0,
-    shared_prefix: SharedPrefix | None = None,
+    shared_prefix: Prefixes | None = None,
     **kwargs: Any,
 ) -> tuple["torch.Tensor", None]:
     """``query`` ``[rows, heads, q, d]``; ``key``/``value`` the rows' own ``[rows, kv_heads, s, d]``;
     ``attention_mask`` a bool ``[rows, 1, q, s]`` over the rows' own keys. Returns ``[rows, q, heads, d]``."""
-    import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if shared_prefix is None or shared_prefix.length == 0:
+    if shared_prefix is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
-    if shared_prefix.window:
-        key, value = key[:, :, shared_prefix.window :], value[:, :, shared_prefix.window :]
-        if attention_mask is not None:
-            attention_mask = attention_mask[..., shared_prefix.window :]
-    rows, heads, q, dim = query.shape
+    key, value = _own_keys(key, shared_prefix, module.layer_idx), _own_keys(value, shared_prefix, module.layer_idx, values=True)
+    heads, dim = query.shape[1], query.shape[3]
     kv_heads = key.shape[1]
-    groups = heads // kv_heads
+    mask, seen, additive = _own_mask(attention_mask, shared_prefix, query, key.shape[2], heads // kv_heads)
+    if not shared_prefix.segments:
+        return sdpa_attention_forward(module, query, key, value, mask, scaling=scaling, dropout=dropout, **kwargs)
     scale = scaling if scaling is not None else dim**-0.5
-    if isinstance(shared_prefix, SharedPrefixes):
-        pre = _grouped_prefix_part(query, shared_prefix, module.layer_idx, scale, kv_heads)
-        return _cascade(query, key, value, attention_mask, *pre, scale, kv_heads, groups), None
-    pk = shared_prefix.keys[module.layer_idx][0]  # [kv_heads, P, d]
-    pv = shared_prefix.values[module.layer_idx][0]
-    out_dtype = query.dtype
-    # Half-precision products stay half: upcasting every row's keys each step cost more than the
-    # batch saved. SDPA (one chat alone) accumulates in float32, so in bfloat16 a batched row may
-    # differ from the chat alone at near-tied tokens; in float32 they agree.
-    length = pk.shape[1]
-    if shared_prefix.visible is None and query.device.type == "cpu" and _FLASH_CPU is not None:
-        return _cascade(query, key, value, attention_mask, *_prefix_part(query, pk, pv, scale, kv_heads), scale, kv_heads, groups), None
+    pre_out, pre_lse = _prefix_parts(query, shared_prefix, module.layer_idx, scale, kv_heads)
+    return _cascade(query, key, value, mask, seen, additive, pre_out, pre_lse, scale, kv_heads, heads // kv_heads), None
 
-    # Prefix part: all rows' queries of a kv head in one matrix, so the prefix is read once.
-    folded = query.reshape(rows, kv_heads, groups * q, dim).transpose(0, 1).reshape(kv_heads, rows * groups * q, dim)
-    pre = torch.bmm(folded, pk.transpose(1, 2)).view(kv_heads, rows, groups, q, length).transpose(0, 1)
-    # Own part: each row against its own keys.
-    own = torch.matmul(query.reshape(rows, kv_heads, groups * q, dim), key.transpose(-1, -2)).view(rows, kv_heads, groups, q, -1)
-    scores = torch.cat([pre, own], dim=-1).mul_(scale)
-    low = torch.finfo(scores.dtype).min
-    if shared_prefix.visible is not None:
-        scores[..., :length].masked_fill_(~shared_prefix.visible[:, None, None, None, :], low)
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            scores[..., length:].masked_fill_(~attention_mask[:, :, None], low)
-        else:
-            scores[..., length:].add_(attention_mask[:, :, None])
-    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
 
-    pp = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * groups * q, length)
-    out = torch.bmm(pp, pv).view(kv_heads, rows, groups, q, dim).transpose(0, 1)
-    out = out + torch.matmul(probs[..., length:].reshape(rows, kv_heads, groups * q, -1), value).view(rows, kv_heads, groups, q, dim)
-    return out.reshape(rows, heads, q, dim).transpose(1, 2).to(out_dtype).contiguous(), None
+def _own_keys(own: "torch.Tensor", prefixes: Prefixes, layer: int, values: bool = False) -> "torch.Tensor":
+    """The keys (or values) attended alongside the rows' own: the short segments, then the rows'
+    own cached positions from the window on."""
+    import torch
+
+    own = own[:, :, prefixes.window :]
+    if prefixes.short is None:
+        return own
+    short = (prefixes.short.values if values else prefixes.short.keys)[layer]
+    return torch.cat([short.expand(own.shape[0], -1, -1, -1), own], dim=2)
+
+
+_LAST_MASK: tuple[Any, ...] = ()
+
+
+def _own_mask(attention_mask: "torch.Tensor | None", prefixes: Prefixes, query: "torch.Tensor", keys: int, groups: int) -> tuple[Any, Any, Any]:
+    """For the keys of :func:`_own_keys`: the bool mask ``[rows, 1, q, keys]``; whether each
+    query sees any of them (``[rows, 1, groups*q]``); and, for the fused kernel, the mask as
+    ``0``/``-inf`` in the query's dtype, repeated for the query heads sharing a kv head
+    (``[rows, 1, groups*q, keys]``). Built once per forward pass: every layer gets the same inputs."""
+    global _LAST_MASK
+    import torch
+
+    last = _LAST_MASK
+    if last and last[0] is attention_mask and last[1] is prefixes and last[2] == (query.dtype, query.shape[2], keys):
+        return last[3]
+    q = query.shape[2]
+    mask = attention_mask[..., prefixes.window :] if attention_mask is not None else None
+    if mask is None:
+        mask = torch.ones(1, 1, q, keys - (prefixes.short.length if prefixes.short is not None else 0), dtype=torch.bool, device=query.device)
+    if prefixes.short is not None:
+        short = prefixes.short_seen[None, None].to(mask.device)  # type: ignore[index]
+        mask = torch.cat([short.expand(mask.shape[0], 1, -1, -1), mask], dim=-1)
+    seen = mask.any(-1).repeat(1, 1, groups)
+    additive = None
+    if _FLASH_CPU is not None and query.device.type == "cpu" and mask.dtype == torch.bool:
+        additive = torch.zeros(mask.shape, dtype=query.dtype).masked_fill_(~mask, float("-inf")).repeat(1, 1, groups, 1)
+    result = (mask, seen, additive)
+    _LAST_MASK = (attention_mask, prefixes, (query.dtype, q, keys), result)
+    return result
 
 
 def _flash_cpu() -> Any:
@@ -136,41 +157,64 @@ def _flash_cpu() -> Any:
 _FLASH_CPU = None
 
 
-def _prefix_part(query: "torch.Tensor", pk: "torch.Tensor", pv: "torch.Tensor", scale: float, kv_heads: int) -> tuple["torch.Tensor", "torch.Tensor"]:
-    """Every query against one prefix through the fused CPU kernel, with all rows' queries of
-    a kv head in one sequence (the prefix is read once): output ``[rows, kv, groups*q, d]`` and
-    log-sum-exp ``[rows, kv, groups*q]``, float32."""
+def _segment_part(query: "torch.Tensor", pk: "torch.Tensor", pv: "torch.Tensor", scale: float, kv_heads: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Every query against one segment, with all rows' queries of a kv head in one sequence (the
+    segment is read once): output ``[rows, kv, groups*q, d]`` and log-sum-exp ``[rows, kv, groups*q]``,
+    float32. Through the fused CPU kernel where there is one; else by matrix products."""
+    import torch
+
     rows, heads, q, dim = query.shape
     gq = heads // kv_heads * q
     folded = query.reshape(rows, kv_heads, gq, dim).transpose(0, 1).reshape(1, kv_heads, rows * gq, dim).contiguous()
-    out, lse = _FLASH_CPU(folded, pk[None], pv[None], 0.0, False, scale=scale)[:2]
-    return out[0].view(kv_heads, rows, gq, dim).transpose(0, 1).float(), lse[0].view(kv_heads, rows, gq).transpose(0, 1).float()
+    if _FLASH_CPU is not None and query.device.type == "cpu":
+        out, lse = _FLASH_CPU(folded, pk[None], pv[None], 0.0, False, scale=scale)[:2]
+        out, lse = out[0].float(), lse[0].float()
+    else:
+        scores = torch.matmul(folded[0], pk.transpose(-1, -2)).float().mul_(scale)  # [kv, rows*gq, P]
+        lse = torch.logsumexp(scores, dim=-1)
+        out = torch.matmul(torch.exp(scores - lse[..., None]).to(pv.dtype), pv).float()
+    return out.view(kv_heads, rows, gq, dim).transpose(0, 1), lse.view(kv_heads, rows, gq).transpose(0, 1)
 
 
-def _grouped_prefix_part(query: "torch.Tensor", prefixes: SharedPrefixes, layer: int, scale: float, kv_heads: int) -> tuple["torch.Tensor", "torch.Tensor"]:
-    """:func:`_prefix_part` with each query position against its own prefix: the positions of
-    one prefix gathered, attended, and put back in the layout of the whole."""
+def _prefix_parts(query: "torch.Tensor", prefixes: Prefixes, layer: int, scale: float, kv_heads: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Each query position against the segments it sees, merged by log-sum-exp: output
+    ``[rows, kv, groups*q, d]`` and log-sum-exp ``[rows, kv, groups*q]`` (``-inf`` where a
+    position sees no segment)."""
     import torch
 
     rows, heads, q, dim = query.shape
     groups = heads // kv_heads
-    out = torch.empty(rows, kv_heads, groups * q, dim, dtype=torch.float32, device=query.device)
-    lse = torch.empty(rows, kv_heads, groups * q, dtype=torch.float32, device=query.device)
-    for g, prefix in enumerate(prefixes.prefixes):
-        at = (prefixes.of_query == g).nonzero().flatten()
-        if not at.numel():
-            continue
-        part_out, part_lse = _prefix_part(query.index_select(2, at), prefix.keys[layer][0], prefix.values[layer][0], scale, kv_heads)
-        cols = (torch.arange(groups, device=query.device)[:, None] * q + at[None, :]).flatten()  # (gqa group, position) as laid out
-        out[:, :, cols], lse[:, :, cols] = part_out, part_lse
-    return out, lse
+    out = lse = None
+    for segment, seen in zip(prefixes.segments, prefixes.seen_by):
+        pk, pv = segment.keys[layer][0], segment.values[layer][0]
+        if seen is None:
+            part_out, part_lse = _segment_part(query, pk, pv, scale, kv_heads)
+            if out is None:
+                out, lse = part_out, part_lse
+                continue
+            cols: Any = slice(None)
+        else:
+            part_out, part_lse = _segment_part(query.index_select(2, seen), pk, pv, scale, kv_heads)
+            cols = (torch.arange(groups, device=query.device)[:, None] * q + seen[None, :]).flatten()  # (gqa group, position) as laid out
+        if out is None:
+            out = torch.zeros(rows, kv_heads, groups * q, dim, dtype=torch.float32, device=query.device)
+            lse = torch.full((rows, kv_heads, groups * q), float("-inf"), device=query.device)
+        had_out, had_lse = out[:, :, cols], lse[:, :, cols]
+        top = torch.maximum(had_lse, part_lse)  # finite: a segment is never empty
+        w_had, w_part = torch.exp(had_lse - top), torch.exp(part_lse - top)
+        total = w_had + w_part
+        out[:, :, cols] = (had_out * w_had[..., None] + part_out * w_part[..., None]) / total[..., None]
+        lse[:, :, cols] = top + torch.log(total)
+    return out, lse  # type: ignore[return-value]
 
 
-def _cascade(query: "torch.Tensor", key: "torch.Tensor", value: "torch.Tensor", attention_mask: "torch.Tensor | None",
-             pre_out: "torch.Tensor", pre_lse: "torch.Tensor", scale: float, kv_heads: int, groups: int) -> "torch.Tensor":
-    """The prefix part (``pre_out``/``pre_lse`` from :func:`_prefix_part`, which never
-    materialises the prefix scores) and the rows' own part by hand, merged by their
-    log-sum-exps: the same softmax over both parts."""
+def _cascade(query: "torch.Tensor", key: "torch.Tensor", value: "torch.Tensor", mask: "torch.Tensor", seen: "torch.Tensor",
+             additive: "torch.Tensor | None", pre_out: "torch.Tensor", pre_lse: "torch.Tensor", scale: float, kv_heads: int,
+             groups: int) -> "torch.Tensor":
+    """The prefix part (``pre_out``/``pre_lse`` from :func:`_prefix_parts`) and the part over
+    the keys of :func:`_own_keys` (masks from :func:`_own_mask`), merged by their log-sum-exps:
+    the same softmax over both parts. The own part goes through the fused kernel where there is
+    one (``additive``), else by matrix products."""
     import torch
 
     rows, heads, q, dim = query.shape
@@ -178,17 +222,20 @@ def _cascade(query: "torch.Tensor", key: "torch.Tensor", value: "torch.Tensor", 
     grouped = query.reshape(rows, kv_heads, gq, dim)
     if key.shape[-2] == 0:
         return pre_out.reshape(rows, heads, q, dim).transpose(1, 2).to(query.dtype).contiguous()
-    own = torch.matmul(grouped, key.transpose(-1, -2)).float().mul_(scale).view(rows, kv_heads, groups, q, -1)
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            own.masked_fill_(~attention_mask[:, :, None], float("-inf"))
+    if additive is not None:
+        own_out, own_lse = _FLASH_CPU(grouped.contiguous(), key, value, 0.0, False, attn_mask=additive, scale=scale)[:2]
+        own_out = own_out.float()
+        own_lse = torch.where(seen, own_lse.float(), float("-inf"))  # the kernel gives 0 where a query sees nothing
+    else:
+        own = torch.matmul(grouped, key.transpose(-1, -2)).float().mul_(scale).view(rows, kv_heads, groups, q, -1)
+        if mask.dtype == torch.bool:
+            own.masked_fill_(~mask[:, :, None], float("-inf"))
         else:
-            own.add_(attention_mask[:, :, None].float())
-    own = own.view(rows, kv_heads, gq, -1)
-    own_lse = torch.logsumexp(own, dim=-1)  # -inf where a query sees none of its row's own keys
-    seen = torch.isfinite(own_lse)
-    probs = torch.exp(own - torch.where(seen, own_lse, 0.0)[..., None])
-    own_out = torch.matmul(probs.to(value.dtype), value).float()  # [rows, kv, gq, d]
+            own.add_(mask[:, :, None].float())
+        own = own.view(rows, kv_heads, gq, -1)
+        own_lse = torch.logsumexp(own, dim=-1)  # -inf where a query sees none of these keys
+        probs = torch.exp(own - torch.where(seen, own_lse, 0.0)[..., None])
+        own_out = torch.matmul(probs.to(value.dtype), value).float()  # [rows, kv, gq, d]
     top = torch.maximum(pre_lse, own_lse)
     w_pre, w_own = torch.exp(pre_lse - top), torch.where(seen, torch.exp(own_lse - top), 0.0)
     out = (pre_out * w_pre[..., None] + own_out * w_own[..., None]) / (w_pre + w_own)[..., None]
@@ -197,7 +244,7 @@ def _cascade(query: "torch.Tensor", key: "torch.Tensor", value: "torch.Tensor", 
 
 def install(model: Any) -> bool:
     """Register the attention and switch ``model`` to it; ``False`` when the model's attention
-    does not go through transformers' registry (then batches copy the prefix per row)."""
+    does not go through transformers' registry (then the server decodes one chat at a time)."""
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 

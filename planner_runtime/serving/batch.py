@@ -1,38 +1,47 @@
-"""Batched decoding for the local planner: several chats through one model at once.
+"""Continuous batched decoding for the local planner: many chats through one model at once.
 
 On a CPU a small model's decode step costs about the same for eight rows as for one (it is
 bound by reading the weights, not by arithmetic), so the server decodes concurrent requests
-together. The prompts' common start (system prompt and tools) is computed once, kept across
-batches as a one-row KV cache, and attended by every row without being copied
-(:mod:`~planner_runtime.serving.attention`). Rows are packed, not padded: every step the live
-rows' pending tokens — one sampled token, or that plus the tokens its grammar forces — follow
-each other in one sequence, a mask lets each token see the prefix and its own row's earlier
-tokens, and explicit position ids number each row on its own. Every row has its own grammar
-matcher (constrained to the offered tools, or to one named tool) and its own sampler, so a row
-decodes what :class:`~planner_runtime.planners.local.LocalPlanner` alone would, up to float noise.
+together. Requests join the running batch at any step boundary (:meth:`BatchDecoder.admit`) and
+leave it the step they finish (:meth:`BatchDecoder.step` returns them), so a request never waits
+for a whole batch to end.
+
+Prompts live in a radix tree of KV (:mod:`~planner_runtime.serving.prefix_tree`): a joining row
+computes KV only for the part of its prompt no kept prompt shares, and every row attends its
+chain of tree nodes without copying it (:mod:`~planner_runtime.serving.attention`). Rows are
+packed, not padded: every step the live rows' pending tokens — one sampled token, or that plus
+the tokens its grammar forces — follow each other in one sequence, a mask lets each token see its
+own row's earlier tokens, and explicit position ids number each row on its own. Every row has its
+own grammar matcher (constrained to the offered tools, or to one named tool) and its own sampler,
+so a row decodes what :class:`~planner_runtime.planners.local.LocalPlanner` alone would, up to
+float noise.
 """
 
 from __future__ import annotations
 
 import inspect
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from itertools import count
 from typing import TYPE_CHECKING, Any, Sequence
 
-from planner_runtime.contract import Message, Role, ToolSpec, Usage
+from planner_runtime.contract import Message, ToolSpec, Usage
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
-from planner_runtime.planners.local import LocalPlanner, _choose, _mask, cut, growing_cache, reserve, shared_length
+from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache, reserve
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
-from planner_runtime.serving.attention import install, several_prefixes
+from planner_runtime.serving.attention import Prefixes, Segment, install
+from planner_runtime.serving.prefix_tree import Node, PrefixTree
 
 if TYPE_CHECKING:
     import torch
 
 _END_TOKENS = (IM_END, "<|endoftext|>")
-PREFIX_TOKENS_KEPT = 8192  # prompt starts whose KV is kept between batches (~23 KB a token in bfloat16)
+PREFIX_TOKENS_KEPT = 8192  # prompt KV kept once no row needs it (~23 KB a token in bfloat16)
+_COMPACT_AT = 256  # finished rows' own positions dropped from the packed cache past this many
+SHORT_NODE = 64  # tree nodes this short are attended together with the rows' own keys (see attention.py)
 
 
 @dataclass(frozen=True)
@@ -45,51 +54,49 @@ class PlanRequest:
     only: tuple[str, ...] | None = None
 
 
-def prompt_start(request: PlanRequest) -> tuple[str, tuple[str, ...]]:
-    """What requests from one harness with one tool list begin with: the system turn and tools."""
-    system = request.messages[0].content if request.messages and request.messages[0].role is Role.system else ""
-    return system, tuple(t.model_dump_json() for t in request.tools)
-
-
 @dataclass(eq=False)
-class _Prefix:
-    """A prompt start's token ids and their one-row KV cache, kept between batches."""
+class Row:
+    """A request being decoded: its prompt's tree node, its own pending and generated tokens."""
 
-    ids: list[int]
-    kv: Any
-
-
-@dataclass
-class _Row:
     request: PlanRequest
     prompt_ids: list[int]
     prefill: str
     prefill_ids: list[int]
     matcher: Any
     generator: Any
+    uid: int = 0
+    node: Node | None = None
+    reused: int = 0  # prompt tokens found kept in the tree
     pending: list[int] = field(default_factory=list)
     generated: list[int] = field(default_factory=list)
     position: int = 0
     done: bool = False
+    admitted: float = 0.0
+    widest: int = 0  # the most rows decoded together with this one
 
 
 class BatchDecoder:
-    """Decodes a list of :class:`PlanRequest` together on a loaded :class:`LocalPlanner`'s model.
+    """Decodes :class:`PlanRequest` rows together on a loaded :class:`LocalPlanner`'s model.
 
     Not thread-safe: one worker thread owns it (see :mod:`planner_runtime.serving.engine`).
     """
 
-    def __init__(self, planner: LocalPlanner) -> None:
+    def __init__(self, planner: LocalPlanner, *, kept_tokens: int = PREFIX_TOKENS_KEPT) -> None:
         self.planner = planner
+        self.tree = PrefixTree(kept_tokens)
         self._grammars: ToolCallGrammars | None = None
-        self._prefixes: list[_Prefix] = []  # least recently used first
-        self._shared = False  # whether rows attend to one copy of the prefix (see attention.py)
-        self._several = False  # whether rows of different prefixes decode together
-        self.last_reused_tokens = 0
-        self.last_forward_passes = 0
+        self._rows: list[Row] = []
+        self._uids = count()
+        self._cache: Any = None  # the rows' own tokens, packed; ``_owner`` names each position's row
+        self._owner: Any = None
+        self._joined: dict = {}  # the short nodes of the last step, concatenated
+        self.last_reused_tokens = 0  # prompt tokens the last decode() found kept
+        self.forward_passes = 0
 
     def load(self) -> BatchDecoder:
         self.planner.load()
+        if not install(self.planner.model):
+            raise PlannerError("this model's attention is outside transformers' registry; it cannot decode in batches")
         tokenizer = self.planner.tokenizer
         vocab = tokenizer.get_vocab()
         self._end_ids = frozenset(vocab[t] for t in _END_TOKENS if t in vocab) | (
@@ -98,41 +105,107 @@ class BatchDecoder:
         forward = inspect.signature(self.planner.model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
         self._grammars = ToolCallGrammars(tokenizer)
-        self._shared = install(self.planner.model)
-        self._several = self._shared and several_prefixes(self.planner.model)
+        self._clear()
         return self
 
-    def decode(self, requests: Sequence[PlanRequest]) -> list[PlannerOutput | PlannerError]:
-        """One output per request, in order; a request that cannot run gets its error instead."""
-        import torch
+    @property
+    def live(self) -> int:
+        """Rows still decoding."""
+        return len(self._rows)
 
+    def decode(self, requests: Sequence[PlanRequest]) -> list[PlannerOutput | PlannerError]:
+        """Admit ``requests`` and decode until all end: one output per request, in order; a
+        request that cannot run gets its error instead."""
         if self._grammars is None:
             self.load()
-        results: list[PlannerOutput | PlannerError | None] = [None] * len(requests)
-        rows: list[tuple[int, _Row]] = []
-        for i, request in enumerate(requests):
-            try:
-                rows.append((i, self._row(request)))
-            except PlannerError as exc:
-                results[i] = exc
-        groups: dict[tuple[str, tuple[str, ...]], list[tuple[int, _Row]]] = {}
-        for i, row in rows:
-            groups.setdefault(prompt_start(row.request), []).append((i, row))
-        # rows offered different tools share little of their prompts: on the fused CPU path each
-        # attends its own kept prefix within one batch; elsewhere each prefix's rows run in turn
-        runs = [list(groups.values())] if self._several or len(groups) == 1 else [[g] for g in groups.values()]
-        for run in runs:
-            started = time.perf_counter()
-            with torch.inference_mode():
-                self._run([[row for _, row in group] for group in run])
-            elapsed = time.perf_counter() - started
-            size = sum(len(group) for group in run)
-            for group in run:
-                for i, row in group:
-                    results[i] = self._output(row, elapsed, size)
-        return results  # type: ignore[return-value]
+        admitted = self.admit_many(requests)
+        self.last_reused_tokens = sum(r.reused for r in admitted if isinstance(r, Row))
+        results: list[PlannerOutput | PlannerError] = [r for r in admitted]  # type: ignore[misc]
+        index = {r.uid: i for i, r in enumerate(admitted) if isinstance(r, Row)}
+        while self._rows:
+            for row, out in self.step():
+                results[index[row.uid]] = out
+        return results
 
-    def _row(self, request: PlanRequest) -> _Row:
+    def admit(self, request: PlanRequest) -> Row:
+        """:meth:`admit_many` for one request; raises its :class:`PlannerError`."""
+        row = self.admit_many([request])[0]
+        if isinstance(row, PlannerError):
+            raise row
+        return row
+
+    def admit_many(self, requests: Sequence[PlanRequest]) -> list[Row | PlannerError]:
+        """Start decoding ``requests`` with the running rows. Their prompts go into the tree and
+        the parts not kept are computed together; each decodes from the next :meth:`step`."""
+        import torch
+
+        admitted: list[Row | PlannerError] = []
+        for request in requests:
+            try:
+                row = self._row(request)
+            except PlannerError as exc:
+                admitted.append(exc)
+                continue
+            ids = row.prompt_ids + row.prefill_ids
+            row.node, row.reused = self.tree.insert(ids[:-1])  # the last token gives the first logits
+            row.pending, row.position = ids[-1:], len(ids) - 1
+            admitted.append(row)
+        rows = [r for r in admitted if isinstance(r, Row)]
+        try:
+            with torch.inference_mode():
+                self._build(self.tree.unbuilt())
+        except BaseException:
+            self.tree.drop_unbuilt()
+            for r in rows:
+                self.tree.release(r.node)  # type: ignore[arg-type]
+            raise
+        now = time.perf_counter()
+        for row in rows:
+            row.uid, row.admitted = next(self._uids), now
+            self._take_forced(row)
+            self._rows.append(row)
+        return admitted
+
+    def step(self) -> list[tuple[Row, PlannerOutput]]:
+        """One forward pass over every live row; returns the rows that ended, with their answers."""
+        import torch
+
+        ended = [r for r in self._rows if r.done]
+        live = [r for r in self._rows if not r.done]
+        if live:
+            with torch.inference_mode():
+                self._forward_rows(live)
+            ended += [r for r in live if r.done]
+        self._rows = [r for r in self._rows if not r.done]
+        outputs = []
+        for r in ended:
+            assert r.node is not None
+            self.tree.release(r.node)
+            outputs.append((r, self._output(r)))
+        if not self._rows:
+            self._clear()
+        elif ended:
+            with torch.inference_mode():
+                self._compact()
+        return outputs
+
+    def abort(self) -> list[Row]:
+        """Drop every running row (after a failed step); returns them so callers can be told."""
+        rows, self._rows = self._rows, []
+        for r in rows:
+            if r.node is not None:
+                self.tree.release(r.node)
+        self._clear()
+        return rows
+
+    def _clear(self) -> None:
+        import torch
+
+        self._cache = growing_cache(self.planner.model.config)
+        self._owner = torch.empty(0, dtype=torch.long)
+        self._joined.clear()
+
+    def _row(self, request: PlanRequest) -> Row:
         import torch
 
         tokenizer, model = self.planner.tokenizer, self.planner.model
@@ -146,6 +219,8 @@ class BatchDecoder:
             raise PlannerError(
                 f"prompt of {total} tokens plus {request.sampling.max_new_tokens} new ones exceeds the model's context of {limit}"
             )
+        if not total:
+            raise PlannerError("the prompt is empty")
         matcher = None
         allowed = [t for t in tools if request.only is None or t.name in request.only]
         if allowed and self.planner.constrained:
@@ -159,142 +234,96 @@ class BatchDecoder:
         generator = None
         if request.sampling.temperature > 0:
             generator = torch.Generator(device=model.device).manual_seed(request.sampling.seed)
-        return _Row(request, prompt_ids, prefill, prefill_ids, matcher, generator, pending=prompt_ids + prefill_ids)
+        return Row(request, prompt_ids, prefill, prefill_ids, matcher, generator)
 
-    def _prefixes_for(self, groups: list[list[_Row]]) -> list[_Prefix]:
-        """A one-row KV cache of each group's common start, reusing (and cutting back or
-        extending) the kept prompt start that shares most with it; leaves each row's rest pending."""
-        model = self.planner.model
-        claimed: list[_Prefix] = []
-        self.last_reused_tokens = 0
-        for rows in groups:
-            first = rows[0].pending
-            common = min(len(r.pending) for r in rows) - 1  # every row keeps a token to give logits
-            for r in rows[1:]:
-                common = min(common, shared_length(first, r.pending[:common]))
-            prefix = first[:common]
-            best, reused = None, 0
-            for kept in self._prefixes:
-                n = shared_length(kept.ids, prefix)
-                if n > reused:
-                    best, reused = kept, n
-            if best is not None and not any(best is c for c in claimed):
-                entry = best
-                cut(entry.kv, reused)
-                reserve(entry.kv, len(prefix))
-            else:  # none to reuse, or another group of this batch attends it: copy the shared part
-                entry = _Prefix([], growing_cache(model.config))
-                reserve(entry.kv, len(prefix))
-                if best is not None:
-                    _copy_into(entry.kv, best.kv, reused)
-            step = max(1, self.planner.prefill_chunk)
-            for start in range(reused, len(prefix), step):  # in chunks: activations stay one chunk big
-                self._forward(torch_tensor([prefix[start : start + step]]), entry.kv, None, None)
-            entry.ids = prefix
-            self._prefixes = [p for p in self._prefixes if p is not entry] + [entry]
-            claimed.append(entry)
-            self.last_reused_tokens += reused
-            for r in rows:
-                r.pending = r.pending[common:]
-                r.position = common
-        kept = sum(len(p.ids) for p in self._prefixes)
-        for old in list(self._prefixes):  # the least recently used go first, never one in use
-            if kept <= PREFIX_TOKENS_KEPT:
-                break
-            if not any(old is c for c in claimed):
-                self._prefixes.remove(old)
-                kept -= len(old.ids)
-        return claimed
+    def _build(self, nodes: list[Node]) -> None:
+        """Compute the KV of unbuilt tree nodes: in waves (a node after its parent), each wave's
+        nodes packed into one sequence and run in pieces of at most ``prefill_chunk`` tokens."""
+        while nodes:
+            wave = [n for n in nodes if n.parent is None or n.parent.parent is None or n.parent.segment is not None]
+            nodes = [n for n in nodes if n not in wave]
+            self._build_wave(wave)
 
-    def _run(self, groups: list[list[_Row]]) -> None:
-        """Decode the rows of ``groups`` (rows sharing a prompt start) together to the end.
-        Several groups only on the fused CPU path (see :meth:`decode`)."""
+    def _build_wave(self, nodes: list[Node]) -> None:
         import torch
 
-        from planner_runtime.serving.attention import SharedPrefix, SharedPrefixes
-
-        entries = self._prefixes_for(groups)
-        rows = [r for group in groups for r in group]
-        group_of = [g for g, group in enumerate(groups) for _ in group]
-        common = len(entries[0].ids)
+        ids: list[int] = []
+        positions: list[int] = []
+        owner: list[int] = []
+        spans: list[tuple[int, int]] = []
+        for k, node in enumerate(nodes):
+            spans.append((len(ids), len(ids) + len(node.ids)))
+            ids += node.ids
+            positions += range(node.start, node.end)
+            owner += [k] * len(node.ids)
         cache = growing_cache(self.planner.model.config)
-        reserve(cache, sum(len(r.pending) + r.request.sampling.max_new_tokens for r in rows) + (0 if self._shared else common))
-        prefixes = tuple(SharedPrefix.of(e.kv) for e in entries)  # one copy each, attended by its rows
-        if self._shared:
-            owner = torch.empty(0, dtype=torch.long)
-        else:  # a model outside the attention registry (one group): the prefix leads the packed sequence
-            _copy_into(cache, entries[0].kv, common)
-            owner = torch.full((common,), -1, dtype=torch.long)
-        forwards = 0
-        while True:
-            for r in rows:
-                self._take_forced(r)
-            live = [(b, r) for b, r in enumerate(rows) if not r.done]
-            if not live:
-                break
-            # Packed, not padded: the live rows' pending tokens follow each other in one sequence;
-            # the mask lets a token see the prefix and its own row's earlier tokens only.
-            ids: list[int] = []
-            positions: list[int] = []
-            mine: list[int] = []
-            last: list[int] = []
-            for b, r in live:
-                n = len(r.pending)
-                ids += r.pending
-                positions += range(r.position, r.position + n)
-                mine += [b] * n
-                r.position += n
-                last.append(len(ids) - 1)
-            # A long step (the rows' prompts after the shared prefix) runs in chunks, so the mask
-            # and attention scores stay a chunk's width instead of growing with every row's prompt.
-            step = max(1, self.planner.prefill_chunk)
-            wanted: list["torch.Tensor"] = []
-            for start, end, window in self._chunks(mine, owner, step, self._shared):
-                keep = [k - start for k in last if start <= k < end]
-                past = owner.numel()
-                query_owner = torch.tensor(mine[start:end], dtype=torch.long)
-                owner = torch.cat([owner, query_owner])
-                causal = torch.arange(past + end - start)[None, :] <= (past + torch.arange(end - start))[:, None]
-                visible = (owner[None, :] == query_owner[:, None]) | (owner[None, :] < 0)
-                mask = (visible & causal)[None, None]
-                attended: Any = None
-                if len(prefixes) > 1:
-                    attended = SharedPrefixes(prefixes, torch.tensor([group_of[b] for b in mine[start:end]]), window)
-                elif self._shared:
-                    attended = replace(prefixes[0], window=window)
-                logits = self._forward(
-                    torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), attended,
-                    torch.tensor(keep or [end - start - 1]),
-                )
-                if keep:
-                    wanted.append(logits[0])
-            forwards += 1
-            chosen = torch.cat(wanted)
-            for k, (_, r) in enumerate(live):
-                self._sample(r, chosen[k])
-        self.last_forward_passes = forwards
+        reserve(cache, len(ids))
+        owners = torch.tensor(owner)
+        chains = [n.parent.chain() if n.parent is not None else [] for n in nodes]
+        for start, end, window in _pieces(spans, max(1, self.planner.prefill_chunk)):
+            query_owner = owners[start:end]
+            causal = torch.arange(end)[None, :] <= torch.arange(start, end)[:, None]
+            mask = ((owners[None, :end] == query_owner[:, None]) & causal)[None, None]
+            seen: dict[Node, list[int]] = {}
+            for k in query_owner.unique().tolist():
+                at = (query_owner == k).nonzero().flatten().tolist()
+                for node in chains[k]:
+                    seen.setdefault(node, []).extend(at)
+            prefixes = _prefixes(seen, end - start, window)
+            self._forward(torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), prefixes,
+                          torch.tensor([end - start - 1]))
+        whole = Segment.of(cache)
+        for node, (a, b) in zip(nodes, spans):
+            node.segment = whole if len(nodes) == 1 else whole.part(slice(a, b))
 
-    @staticmethod
-    def _chunks(mine: list[int], owner: "torch.Tensor", step: int, windowed: bool) -> list[tuple[int, int, int]]:
-        """``(start, end, window)`` pieces of a step's packed tokens. A short step is one piece;
-        a long one (the rows' prompts) goes row by row in pieces of ``step`` tokens, each seeing
-        the cache from its row's first position on (``window``) rather than every row's keys."""
-        if len(mine) <= step or not windowed:
-            return [(start, min(len(mine), start + step), 0) for start in range(0, len(mine), step)]
-        pieces: list[tuple[int, int, int]] = []
-        past = owner.numel()
-        begin = 0
-        while begin < len(mine):
-            row, end = mine[begin], begin
-            while end < len(mine) and mine[end] == row:
-                end += 1
-            earlier = (owner == row).nonzero()
-            window = int(earlier[0]) if earlier.numel() else past + begin
-            pieces += [(s, min(end, s + step), window) for s in range(begin, end, step)]
-            begin = end
-        return pieces
+    def _forward_rows(self, live: list[Row]) -> None:
+        import torch
 
-    def _take_forced(self, r: _Row) -> None:
+        # Packed, not padded: the live rows' pending tokens follow each other in one sequence;
+        # the mask lets a token see its own row's earlier tokens only (the prompt is in the tree).
+        ids: list[int] = []
+        positions: list[int] = []
+        mine: list[int] = []
+        last: list[int] = []
+        seen: dict[Node, list[int]] = {}
+        for r in live:
+            n = len(r.pending)
+            at = len(ids)
+            ids += r.pending
+            positions += range(r.position, r.position + n)
+            mine += [r.uid] * n
+            r.position += n
+            last.append(len(ids) - 1)
+            for node in r.node.chain():  # type: ignore[union-attr]
+                seen.setdefault(node, []).extend(range(at, at + n))
+            r.widest = max(r.widest, len(live))
+        prefixes = _prefixes(seen, len(ids), joined=self._joined)
+        query_owner = torch.tensor(mine, dtype=torch.long)
+        past = self._owner.numel()
+        self._owner = torch.cat([self._owner, query_owner])
+        causal = torch.arange(past + len(ids))[None, :] <= (past + torch.arange(len(ids)))[:, None]
+        mask = ((self._owner[None, :] == query_owner[:, None]) & causal)[None, None]
+        logits = self._forward(torch.tensor([ids]), self._cache, mask, torch.tensor([positions]), prefixes, torch.tensor(last))
+        self.forward_passes += 1
+        for k, r in enumerate(live):
+            self._sample(r, logits[0, k])
+            self._take_forced(r)
+
+    def _compact(self) -> None:
+        """Drop the ended rows' positions from the packed cache once there are enough of them."""
+        import torch
+
+        alive = torch.tensor([r.uid for r in self._rows])
+        keep = torch.isin(self._owner, alive)
+        if int((~keep).sum()) < _COMPACT_AT:
+            return
+        at = keep.nonzero().flatten()
+        for layer in self._cache.layers:
+            if getattr(layer, "keep_positions", None) is not None:
+                layer.keep_positions(at)
+        self._owner = self._owner[at]
+
+    def _take_forced(self, r: Row) -> None:
         if r.done or r.matcher is None:
             return
         room = r.request.sampling.max_new_tokens - len(r.generated)
@@ -303,10 +332,10 @@ class BatchDecoder:
             r.matcher.consume_tokens(forced)
             r.generated += forced
             r.pending += forced
-            if r.matcher.is_stopped() or len(r.generated) >= r.request.sampling.max_new_tokens:
-                r.done = True
+        if r.matcher.is_stopped() or len(r.generated) >= r.request.sampling.max_new_tokens:
+            r.done = True
 
-    def _sample(self, r: _Row, logits: "torch.Tensor") -> None:
+    def _sample(self, r: Row, logits: "torch.Tensor") -> None:
         if r.matcher is not None:
             _mask(logits, r.matcher)
         token = _choose(logits, r.request.sampling, r.generator)
@@ -323,21 +352,18 @@ class BatchDecoder:
             r.done = True
 
     def _forward(
-        self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor | None", positions: "torch.Tensor | None",
-        prefix: Any = None, keep: "torch.Tensor | None" = None,
+        self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor", positions: "torch.Tensor",
+        prefixes: Prefixes, keep: "torch.Tensor",
     ) -> "torch.Tensor":
-        """Logits at the ``keep`` positions (``[1, len(keep), vocab]``), or at the last one."""
+        """Logits at the ``keep`` positions: ``[1, len(keep), vocab]``."""
         model = self.planner.model
-        extra: dict[str, Any] = {}
-        if mask is not None:
-            extra = {"attention_mask": mask.to(model.device), "position_ids": positions.to(model.device)}  # type: ignore[union-attr]
-        if prefix is not None:
-            extra["shared_prefix"] = prefix
-        to_keep = keep.to(model.device) if keep is not None else 1
-        out = model(input_ids=ids.to(model.device), **{self._cache_kwarg: cache}, **extra, use_cache=True, logits_to_keep=to_keep)
+        out = model(
+            input_ids=ids.to(model.device), **{self._cache_kwarg: cache}, attention_mask=mask.to(model.device),
+            position_ids=positions.to(model.device), shared_prefix=prefixes, use_cache=True, logits_to_keep=keep.to(model.device),
+        )
         return out.logits
 
-    def _output(self, r: _Row, elapsed: float, batch: int) -> PlannerOutput:
+    def _output(self, r: Row) -> PlannerOutput:
         text = r.prefill + self.planner.tokenizer.decode(r.generated, skip_special_tokens=False)
         if CLOSE in text:
             text = text[: text.index(CLOSE) + len(CLOSE)]
@@ -345,18 +371,58 @@ class BatchDecoder:
             text = text.split(end, 1)[0]
         calls, errors = parse_tool_calls(text)
         usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
-        timings = {"batch_s": elapsed, "batch_size": float(batch)}
+        timings = {"batch_s": time.perf_counter() - r.admitted, "batch_size": float(r.widest)}
         return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
 
 
-def _copy_into(cache: Any, kv: Any, tokens: int) -> None:
-    """Append the first ``tokens`` positions of ``kv`` to ``cache`` (every layer copies them)."""
-    for index, layer in enumerate(kv.layers):
-        if getattr(layer, "keys", None) is not None and layer.keys.numel():
-            cache.update(layer.keys[..., :tokens, :], layer.values[..., :tokens, :], index)
-
-
-def torch_tensor(rows: list[list[int]]) -> "torch.Tensor":
+def _prefixes(seen: dict[Node, list[int]], queries: int, window: int = 0, joined: dict | None = None) -> Prefixes:
+    """The tree nodes the packed queries attend (``seen``: node -> query positions), root first.
+    Nodes of at most :data:`SHORT_NODE` tokens go together into one short segment attended with
+    the rows' own keys; ``joined`` keeps that concatenation between steps that see the same nodes."""
     import torch
 
-    return torch.tensor(rows, dtype=torch.long)
+    ordered = sorted(seen, key=lambda node: node.start)
+    long = [n for n in ordered if len(n.ids) > SHORT_NODE]
+    short = [n for n in ordered if len(n.ids) <= SHORT_NODE]
+    segment = visible = None
+    if short:
+        key = tuple((n, n.segment) for n in short)
+        segment = joined.get(key) if joined is not None else None
+        if segment is None:
+            parts = [n.segment for n in short]
+            segment = Segment(
+                tuple(torch.cat([p.keys[layer] for p in parts], dim=2) for layer in range(len(parts[0].keys))),  # type: ignore[union-attr]
+                tuple(torch.cat([p.values[layer] for p in parts], dim=2) for layer in range(len(parts[0].values))),  # type: ignore[union-attr]
+            )
+            if joined is not None:
+                joined.clear()
+                joined[key] = segment
+        visible = torch.zeros(queries, segment.length, dtype=torch.bool)
+        at = 0
+        for n in short:
+            visible[torch.tensor(seen[n])[:, None], torch.arange(at, at + len(n.ids))[None, :]] = True
+            at += len(n.ids)
+    return Prefixes(
+        tuple(node.segment for node in long),  # type: ignore[misc]
+        tuple(None if len(seen[node]) == queries else torch.tensor(seen[node]) for node in long),
+        window, segment, visible,
+    )
+
+
+def _pieces(spans: list[tuple[int, int]], step: int) -> list[tuple[int, int, int]]:
+    """``(start, end, window)`` pieces of packed prompt stretches (``spans``, in order) of at
+    most ``step`` tokens: short stretches share a piece, a long one is cut, and ``window`` is the
+    first cached position a piece's queries may see (the start of the stretch it begins in)."""
+    pieces: list[tuple[int, int, int]] = []
+    begin = window = 0
+    for a, b in spans:
+        if b - begin > step and a > begin:  # this stretch does not fit: close what is open
+            pieces.append((begin, a, window))
+            begin = window = a
+        while b - begin > step:
+            pieces.append((begin, begin + step, window))
+            begin = begin + step
+            window = a
+    if spans and begin < spans[-1][1]:
+        pieces.append((begin, spans[-1][1], window))
+    return pieces

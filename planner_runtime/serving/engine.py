@@ -1,18 +1,20 @@
-"""The serving engine: one model, one worker thread, requests gathered into batches.
+"""The serving engine: one model, one worker thread, requests decoded together.
 
-HTTP handler threads call :meth:`Engine.submit` and block on a future; the worker takes the first
-waiting request, gathers whatever else arrives within ``gather_s`` (up to ``max_batch``), and
-decodes them together — with :class:`~planner_runtime.serving.batch.BatchDecoder` for the local
-planner, or one by one through ``plan`` for any other planner (the scripted one in tests, a
-remote one behind a proxy). Requests offered different tools decode in the same batch, each
-row attending its own prompt start (see the decoder). Requests that arrive while a batch runs
-wait for the next batch.
+HTTP handler threads call :meth:`Engine.submit` and block on a future. For the local planner the
+worker runs continuous batching with :class:`~planner_runtime.serving.batch.BatchDecoder`: a
+request joins the running batch at the next step boundary (up to ``max_batch`` rows at once),
+whatever tools it offers, and its future is set the step it ends. When idle, the worker waits
+``gather_s`` after a first request for others to start with it. Any other planner (the scripted
+one in tests, a remote one behind a proxy, a model whose attention cannot batch) answers the
+gathered requests one by one through ``plan``.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -21,6 +23,7 @@ from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.serving.batch import PlanRequest
 
 _STOP = object()
+log = logging.getLogger(__name__)
 
 
 class Engine:
@@ -33,25 +36,27 @@ class Engine:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._decoder: Any = None
-        self.batches: list[int] = []  # size of every batch run, for tests and the benchmark
-
-    @property
-    def batched(self) -> bool:
-        """Whether requests are decoded together (the local planner) or one at a time."""
-        from planner_runtime.planners.local import LocalPlanner
-
-        return isinstance(self.planner, LocalPlanner)
+        self._waiting: dict[int, Future[PlannerOutput]] = {}  # by the decoder's row id
+        # requests served in each busy spell (from idle to idle), for tests and the benchmark
+        self.batches: list[int] = []
+        self.widest = 0  # the most rows one decode step has run
 
     def start(self) -> Engine:
-        if self.batched:
+        from planner_runtime.planners.local import LocalPlanner
+
+        if isinstance(self.planner, LocalPlanner):
             from planner_runtime.serving.batch import BatchDecoder
 
-            self._decoder = BatchDecoder(self.planner).load()  # type: ignore[arg-type]
+            try:
+                self._decoder = BatchDecoder(self.planner).load()
+            except PlannerError as exc:  # the model cannot batch: serve it one request at a time
+                log.warning("serving one request at a time: %s", exc)
         self._worker = threading.Thread(target=self._work, name="planner-engine", daemon=True)
         self._worker.start()
         return self
 
     def stop(self) -> None:
+        """Finish the requests already taken, then end the worker."""
         if self._worker is not None:
             self._queue.put(_STOP)
             self._worker.join(timeout=30)
@@ -63,44 +68,69 @@ class Engine:
         return future
 
     def _work(self) -> None:
+        stopping = False
         while True:
-            first = self._queue.get()
-            if first is _STOP:
+            busy = self._decoder is not None and self._decoder.live
+            if stopping and not busy:
                 return
-            batch = [first]
-            stop = False
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._queue.get(timeout=self.gather_s)
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    stop = True
-                    break
-                batch.append(item)
-            self._run(batch)
-            if stop:
-                return
+            taken: list[Any] = []
+            if not busy and not stopping:  # idle: wait for a request, then briefly for company
+                taken.append(self._queue.get())
+                deadline = time.monotonic() + self.gather_s
+                while taken[-1] is not _STOP and len(taken) < self.max_batch:
+                    try:
+                        taken.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                    except queue.Empty:
+                        break
+            else:  # running: whoever is waiting joins at this step boundary
+                room = self.max_batch - (self._decoder.live if busy else 0)
+                while len(taken) < room and not stopping:
+                    try:
+                        taken.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+            if _STOP in taken:
+                stopping = True
+                taken.remove(_STOP)
+            live = [(req, fut) for req, fut in taken if fut.set_running_or_notify_cancel()]
+            if self._decoder is None:
+                if live:
+                    self.batches.append(len(live))
+                    for req, fut in live:
+                        _settle(fut, self._plan_one(req))
+                continue
+            if live:
+                self._admit(live, busy)
+            self._step()
 
-    def _run(self, batch: list[tuple[PlanRequest, Future[PlannerOutput]]]) -> None:
-        live = [(req, fut) for req, fut in batch if fut.set_running_or_notify_cancel()]
-        if not live:
-            return
-        self.batches.append(len(live))
+    def _admit(self, taken: list[tuple[PlanRequest, Future[PlannerOutput]]], busy: bool) -> None:
         try:
-            if self._decoder is not None:
-                results: list[Any] = self._decoder.decode([req for req, _ in live])
-            else:
-                results = [self._plan_one(req) for req, _ in live]
-        except Exception as exc:  # a bug or a model failure: every caller hears of it
-            for _, fut in live:
+            rows = self._decoder.admit_many([req for req, _ in taken])
+        except Exception as exc:  # computing their prompts failed: these requests hear of it
+            for _, fut in taken:
                 fut.set_exception(exc)
             return
-        for (_, fut), result in zip(live, results):
-            if isinstance(result, BaseException):
-                fut.set_exception(result)
+        if not busy:
+            self.batches.append(0)
+        for (_, fut), row in zip(taken, rows):
+            if isinstance(row, PlannerError):  # a bad request fails alone
+                fut.set_exception(row)
             else:
-                fut.set_result(result)
+                self._waiting[row.uid] = fut
+                self.batches[-1] += 1
+
+    def _step(self) -> None:
+        if not self._decoder.live:
+            return
+        self.widest = max(self.widest, self._decoder.live)
+        try:
+            ended = self._decoder.step()
+        except Exception as exc:  # a bug or a model failure: every running request hears of it
+            for row in self._decoder.abort():
+                self._waiting.pop(row.uid).set_exception(exc)
+            return
+        for row, out in ended:
+            self._waiting.pop(row.uid).set_result(out)
 
     def _plan_one(self, req: PlanRequest) -> PlannerOutput | PlannerError:
         tools = req.tools if req.only is None else tuple(t for t in req.tools if t.name in req.only)
@@ -108,3 +138,10 @@ class Engine:
             return self.planner.plan(list(req.messages), list(tools), sampling=req.sampling)
         except PlannerError as exc:
             return exc
+
+
+def _settle(fut: Future[PlannerOutput], result: PlannerOutput | PlannerError) -> None:
+    if isinstance(result, BaseException):
+        fut.set_exception(result)
+    else:
+        fut.set_result(result)

@@ -49,7 +49,7 @@ def test_a_batch_decodes_what_each_chat_decodes_alone(local):
     assert [o.text for o in together] == alone
     again = decoder.decode([PlanRequest(chat(g), TOOLS, sampling) for g in GOALS])
     assert [o.text for o in again] == alone and decoder.last_reused_tokens > 100  # the shared prefix was kept
-    for goal, expected in zip(GOALS[:2], alone):  # single rows: the kept prefix grows, then is cut back
+    for goal, expected in zip(GOALS[:2], alone):  # single rows: their prompts are all kept now
         assert decoder.decode([PlanRequest(chat(goal), TOOLS, sampling)])[0].text == expected
 
 
@@ -112,13 +112,15 @@ def test_requests_with_different_tools_decode_together_as_each_alone(local):
         texts = [f.result(timeout=300).text for f in futures]
     finally:
         engine.stop()
-    assert engine.batches == [3]  # one batch: each row attends the prompt start of its own tools
+    assert engine.batches == [3] and engine.widest == 3  # one batch: each row attends its own prompt's nodes
     assert texts == alone
     decoder = engine._decoder
-    assert decoder._several  # the CPU path where rows of different prompt starts share a batch
-    assert len(decoder._prefixes) == 2  # both prompt starts kept for the next batch
+    # the prompts' common start is kept once, and each prompt's own part after it
+    assert len(decoder.tree.root.children) == 1
+    prompts = [len(decoder._row(r).prompt_ids) for r in requests]
+    assert decoder.tree.tokens < sum(prompts) - 2 * min(prompts) // 2
     again = decoder.decode(requests)
-    assert [o.text for o in again] == alone and decoder.last_reused_tokens > 100
+    assert [o.text for o in again] == alone and decoder.last_reused_tokens > sum(prompts) - 3 * 8
 
 
 def test_rows_of_different_prompt_starts_prefilled_in_pieces_decode_as_each_alone(local):
@@ -134,15 +136,64 @@ def test_rows_of_different_prompt_starts_prefilled_in_pieces_decode_as_each_alon
     assert [o.text for o in together] == alone
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["prefix-attended", "prefix-copied"])
-def test_where_prefixes_cannot_share_a_batch_each_runs_in_turn_and_answers_as_alone(local, shared):
+def test_without_the_fused_kernel_mixed_rows_decode_as_each_alone(local, monkeypatch):
+    """The path used off the CPU (CUDA): every part of the attention by plain matrix products."""
+    from planner_runtime.serving import attention
+
     sampling = Sampling(max_new_tokens=32)
     requests = [PlanRequest(chat(GOALS[0]), TOOLS, sampling), PlanRequest(chat(GOALS[1]), TOOLS[1:], sampling),
                 PlanRequest(chat(GOALS[2]), TOOLS, sampling)]
     alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
     decoder = BatchDecoder(local).load()
-    # as on CUDA (no fused CPU kernel), and as for a model outside the attention registry
-    decoder._several, decoder._shared = False, shared
+    monkeypatch.setattr(attention, "_FLASH_CPU", None)
     outs = decoder.decode(requests)
     assert [o.text for o in outs] == alone
-    assert [o.timings["batch_size"] for o in outs] == [2, 1, 2]  # the two prompt starts ran one after the other
+    assert [o.timings["batch_size"] for o in outs] == [3, 3, 3]
+
+
+def test_a_request_joins_a_running_batch_and_each_leaves_when_done(local, monkeypatch):
+    from planner_runtime.serving import batch
+
+    monkeypatch.setattr(batch, "_COMPACT_AT", 1)  # drop ended rows' positions from the packed cache at once
+    requests = [PlanRequest(chat(GOALS[0]), TOOLS, Sampling(max_new_tokens=32)),
+                PlanRequest(chat(GOALS[1]), TOOLS[1:], Sampling(max_new_tokens=6)),
+                PlanRequest(chat(GOALS[2]), TOOLS, Sampling(max_new_tokens=32))]
+    alone = [local.plan(list(r.messages), list(r.tools), sampling=r.sampling).text for r in requests]
+    decoder = BatchDecoder(local).load()
+    first = decoder.admit(requests[0])
+    ended: dict[int, tuple[int, str]] = {}
+    steps = 0
+
+    def step() -> None:
+        nonlocal steps
+        steps += 1
+        for row, out in decoder.step():
+            ended[row.uid] = (steps, out.text)
+
+    step()
+    step()
+    second = decoder.admit(requests[1])  # joins while the first is decoding
+    assert decoder.live == 2
+    step()
+    third = decoder.admit(requests[2])
+    while decoder.live:
+        step()
+    assert [ended[r.uid][1] for r in (first, second, third)] == alone
+    assert ended[second.uid][0] < ended[first.uid][0]  # the short answer left before the long one ended
+    assert decoder._cache.get_seq_length() == 0  # the packed cache is dropped once idle
+
+
+def test_a_model_that_cannot_batch_is_served_one_request_at_a_time(local, monkeypatch):
+    from planner_runtime.serving import batch
+    from planner_runtime.serving.engine import Engine
+
+    monkeypatch.setattr(batch, "install", lambda model: False)  # as for attention outside transformers' registry
+    sampling = Sampling(max_new_tokens=16)
+    request = PlanRequest(chat(GOALS[1]), TOOLS, sampling)
+    alone = local.plan(list(request.messages), list(request.tools), sampling=sampling).text
+    engine = Engine(local).start()
+    try:
+        assert engine._decoder is None
+        assert engine.submit(request).result(timeout=300).text == alone
+    finally:
+        engine.stop()
