@@ -72,6 +72,7 @@ class Row:
     position: int = 0
     done: bool = False
     admitted: float = 0.0
+    prefill_s: float = 0.0
     widest: int = 0  # the most rows decoded together with this one
 
 
@@ -151,6 +152,7 @@ class BatchDecoder:
             row.pending, row.position = ids[-1:], len(ids) - 1
             admitted.append(row)
         rows = [r for r in admitted if isinstance(r, Row)]
+        started = time.perf_counter()
         try:
             with torch.inference_mode():
                 self._build(self.tree.unbuilt())
@@ -161,7 +163,7 @@ class BatchDecoder:
             raise
         now = time.perf_counter()
         for row in rows:
-            row.uid, row.admitted = next(self._uids), now
+            row.uid, row.admitted, row.prefill_s = next(self._uids), now, now - started
             self._take_forced(row)
             self._rows.append(row)
         return admitted
@@ -371,7 +373,8 @@ class BatchDecoder:
             text = text.split(end, 1)[0]
         calls, errors = parse_tool_calls(text)
         usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
-        timings = {"batch_s": time.perf_counter() - r.admitted, "batch_size": float(r.widest)}
+        # prefill_s: computing the new part of the prompts admitted with this one, together
+        timings = {"prefill_s": r.prefill_s, "generate_s": time.perf_counter() - r.admitted, "batch_rows": float(r.widest)}
         return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
 
 

@@ -148,7 +148,7 @@ def test_without_the_fused_kernel_mixed_rows_decode_as_each_alone(local, monkeyp
     monkeypatch.setattr(attention, "_FLASH_CPU", None)
     outs = decoder.decode(requests)
     assert [o.text for o in outs] == alone
-    assert [o.timings["batch_size"] for o in outs] == [3, 3, 3]
+    assert [o.timings["batch_rows"] for o in outs] == [3, 3, 3]
 
 
 def test_a_request_joins_a_running_batch_and_each_leaves_when_done(local, monkeypatch):
@@ -194,6 +194,53 @@ def test_a_model_that_cannot_batch_is_served_one_request_at_a_time(local, monkey
     engine = Engine(local).start()
     try:
         assert engine._decoder is None
+        assert engine.submit(request).result(timeout=300).text == alone
+    finally:
+        engine.stop()
+
+
+def test_the_engine_lets_a_request_join_while_another_decodes(local):
+    import time
+
+    from planner_runtime.serving.engine import Engine
+
+    requests = [PlanRequest(chat(GOALS[0]), TOOLS, Sampling(max_new_tokens=32)), PlanRequest(chat(GOALS[1]), TOOLS[1:], Sampling(max_new_tokens=32))]
+    alone = [local.plan(list(r.messages), list(r.tools), sampling=r.sampling).text for r in requests]
+    engine = Engine(local, gather_s=0.0).start()
+    try:
+        first = engine.submit(requests[0])
+        deadline = time.monotonic() + 120
+        while not engine._decoder.live and time.monotonic() < deadline:  # the first is decoding
+            time.sleep(0.001)
+        second = engine.submit(requests[1])
+        texts = [first.result(timeout=300).text, second.result(timeout=300).text]
+    finally:
+        engine.stop()
+    assert texts == alone
+    assert engine.batches == [2] and engine.widest == 2  # one busy spell: the second joined the first's batch
+
+
+def test_a_failed_step_fails_the_running_requests_and_the_engine_goes_on(local, monkeypatch):
+    from planner_runtime.serving.engine import Engine
+
+    request = PlanRequest(chat(GOALS[1]), TOOLS, Sampling(max_new_tokens=16))
+    alone = local.plan(list(request.messages), list(request.tools), sampling=request.sampling).text
+    engine = Engine(local, gather_s=0.0).start()
+    try:
+        decoder = engine._decoder
+        real = decoder._forward_rows
+        calls = []
+
+        def broken(live):
+            calls.append(len(live))
+            if len(calls) == 1:
+                raise RuntimeError("the model failed")
+            return real(live)
+
+        monkeypatch.setattr(decoder, "_forward_rows", broken)
+        with pytest.raises(RuntimeError, match="the model failed"):
+            engine.submit(request).result(timeout=300)
+        assert decoder.live == 0 and all(n.users == 0 for n in decoder.tree.nodes())  # nothing left pinned
         assert engine.submit(request).result(timeout=300).text == alone
     finally:
         engine.stop()
