@@ -12,7 +12,10 @@ A warm-up request first, so both runs start with the shared prefix cached.
 (:func:`~planner_runtime.harness.toolbox.for_goal`: the general tools and the apps the goal bears
 on), so prompts are shorter and differ between goals after the tools they share.
 
-    python benchmarks/bench_serving.py [--clients 8] [--tokens 40] [--tools all|goal]
+``--stagger-ms`` starts the concurrent clients that far apart, as a farm's workers do: each joins
+the running batch at the next step.
+
+    python benchmarks/bench_serving.py [--clients 8] [--tokens 40] [--tools all|goal] [--stagger-ms 0]
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=40)
     parser.add_argument("--tools", choices=("all", "goal"), default="all")
+    parser.add_argument("--stagger-ms", type=float, default=0.0,
+                        help="start the concurrent clients this far apart (0: all at once); later ones join the running batch")
     parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto",
                         help="auto: what serve uses (bfloat16 where the CPU has it natively)")
     args = parser.parse_args()
@@ -102,6 +107,7 @@ def main() -> None:
 
         def one(i: int) -> None:
             ready.wait()
+            time.sleep(i * args.stagger_ms / 1000)
             outs[i] = clients[i].plan(chat(goals[i]), tools_for(goals[i]), sampling=sampling)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(goals))]

@@ -478,7 +478,7 @@ def _growing_layer_class() -> type:
         def keep_positions(self, indices: Any) -> None:
             """Keep only the cached positions at ``indices`` (ascending), moved to the front."""
             if self._kbuf is not None:
-                n = int(indices.numel())
+                n, indices = int(indices.numel()), indices.to(self._kbuf.device)
                 self._kbuf[..., :n, :] = self._kbuf.index_select(-2, indices)
                 self._vbuf[..., :n, :] = self._vbuf.index_select(-2, indices)
                 self._view(n)

@@ -271,7 +271,7 @@ class BatchDecoder:
                 at = (query_owner == k).nonzero().flatten().tolist()
                 for node in chains[k]:
                     seen.setdefault(node, []).extend(at)
-            prefixes = _prefixes(seen, end - start, window)
+            prefixes = _prefixes(seen, end - start, self.planner.model.device, window)
             self._forward(torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), prefixes,
                           torch.tensor([end - start - 1]))
         whole = Segment.of(cache)
@@ -299,7 +299,7 @@ class BatchDecoder:
             for node in r.node.chain():  # type: ignore[union-attr]
                 seen.setdefault(node, []).extend(range(at, at + n))
             r.widest = max(r.widest, len(live))
-        prefixes = _prefixes(seen, len(ids), joined=self._joined)
+        prefixes = _prefixes(seen, len(ids), self.planner.model.device, joined=self._joined)
         query_owner = torch.tensor(mine, dtype=torch.long)
         past = self._owner.numel()
         self._owner = torch.cat([self._owner, query_owner])
@@ -378,7 +378,7 @@ class BatchDecoder:
         return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
 
 
-def _prefixes(seen: dict[Node, list[int]], queries: int, window: int = 0, joined: dict | None = None) -> Prefixes:
+def _prefixes(seen: dict[Node, list[int]], queries: int, device: Any, window: int = 0, joined: dict | None = None) -> Prefixes:
     """The tree nodes the packed queries attend (``seen``: node -> query positions), root first.
     Nodes of at most :data:`SHORT_NODE` tokens go together into one short segment attended with
     the rows' own keys; ``joined`` keeps that concatenation between steps that see the same nodes."""
@@ -405,9 +405,10 @@ def _prefixes(seen: dict[Node, list[int]], queries: int, window: int = 0, joined
         for n in short:
             visible[torch.tensor(seen[n])[:, None], torch.arange(at, at + len(n.ids))[None, :]] = True
             at += len(n.ids)
+        visible = visible.to(device)
     return Prefixes(
         tuple(node.segment for node in long),  # type: ignore[misc]
-        tuple(None if len(seen[node]) == queries else torch.tensor(seen[node]) for node in long),
+        tuple(None if len(seen[node]) == queries else torch.tensor(seen[node], device=device) for node in long),
         window, segment, visible,
     )
 
