@@ -18,7 +18,7 @@ plain matrix products, which also return the log-sum-exp the merge needs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -72,6 +72,8 @@ class Prefixes:
     # attended with the rows' own keys instead of a kernel call each
     short: Segment | None = None
     short_seen: "torch.Tensor | None" = None
+    # masks derived once per forward pass (every layer gets the same inputs), dropped with it
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def length(self) -> int:
@@ -118,20 +120,16 @@ def _own_keys(own: "torch.Tensor", prefixes: Prefixes, layer: int, values: bool 
     return torch.cat([short.expand(own.shape[0], -1, -1, -1), own], dim=2)
 
 
-_LAST_MASK: tuple[Any, ...] = ()
-
-
 def _own_mask(attention_mask: "torch.Tensor | None", prefixes: Prefixes, query: "torch.Tensor", keys: int, groups: int) -> tuple[Any, Any, Any]:
     """For the keys of :func:`_own_keys`: the bool mask ``[rows, 1, q, keys]``; whether each
     query sees any of them (``[rows, 1, groups*q]``); and, for the fused kernel, the mask as
     ``0``/``-inf`` in the query's dtype, repeated for the query heads sharing a kv head
     (``[rows, 1, groups*q, keys]``). Built once per forward pass: every layer gets the same inputs."""
-    global _LAST_MASK
     import torch
 
-    last = _LAST_MASK
-    if last and last[0] is attention_mask and last[1] is prefixes and last[2] == (query.dtype, query.shape[2], keys):
-        return last[3]
+    known = prefixes.derived.get("own_mask")
+    if known is not None and known[0] is attention_mask and known[1] == (query.dtype, query.shape[2], keys):
+        return known[2]
     q = query.shape[2]
     mask = attention_mask[..., prefixes.window :] if attention_mask is not None else None
     if mask is None:
@@ -144,7 +142,7 @@ def _own_mask(attention_mask: "torch.Tensor | None", prefixes: Prefixes, query: 
     if _FLASH_CPU is not None and query.device.type == "cpu" and mask.dtype == torch.bool:
         additive = torch.zeros(mask.shape, dtype=query.dtype).masked_fill_(~mask, float("-inf")).repeat(1, 1, groups, 1)
     result = (mask, seen, additive)
-    _LAST_MASK = (attention_mask, prefixes, (query.dtype, q, keys), result)
+    prefixes.derived["own_mask"] = (attention_mask, (query.dtype, q, keys), result)
     return result
 
 

@@ -33,7 +33,7 @@ from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
 from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache, reserve
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
 from planner_runtime.serving.attention import Prefixes, Segment, install
-from planner_runtime.serving.prefix_tree import Node, PrefixTree
+from planner_runtime.serving.prefix_tree import Node, PrefixTree, attended, pieces
 
 if TYPE_CHECKING:
     import torch
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 _END_TOKENS = (IM_END, "<|endoftext|>")
 PREFIX_TOKENS_KEPT = 8192  # prompt KV kept once no row needs it (~23 KB a token in bfloat16)
 _COMPACT_AT = 256  # finished rows' own positions dropped from the packed cache past this many
-SHORT_NODE = 64  # tree nodes this short are attended together with the rows' own keys (see attention.py)
 
 
 @dataclass(frozen=True)
@@ -262,7 +261,7 @@ class BatchDecoder:
         reserve(cache, len(ids))
         owners = torch.tensor(owner)
         chains = [n.parent.chain() if n.parent is not None else [] for n in nodes]
-        for start, end, window in _pieces(spans, max(1, self.planner.prefill_chunk)):
+        for start, end, window in pieces(spans, max(1, self.planner.prefill_chunk)):
             query_owner = owners[start:end]
             causal = torch.arange(end)[None, :] <= torch.arange(start, end)[:, None]
             mask = ((owners[None, :end] == query_owner[:, None]) & causal)[None, None]
@@ -271,7 +270,7 @@ class BatchDecoder:
                 at = (query_owner == k).nonzero().flatten().tolist()
                 for node in chains[k]:
                     seen.setdefault(node, []).extend(at)
-            prefixes = _prefixes(seen, end - start, self.planner.model.device, window)
+            prefixes = attended(seen, end - start, self.planner.model.device, window)
             self._forward(torch.tensor([ids[start:end]]), cache, mask, torch.tensor([positions[start:end]]), prefixes,
                           torch.tensor([end - start - 1]))
         whole = Segment.of(cache)
@@ -299,7 +298,7 @@ class BatchDecoder:
             for node in r.node.chain():  # type: ignore[union-attr]
                 seen.setdefault(node, []).extend(range(at, at + n))
             r.widest = max(r.widest, len(live))
-        prefixes = _prefixes(seen, len(ids), self.planner.model.device, joined=self._joined)
+        prefixes = attended(seen, len(ids), self.planner.model.device, joined=self._joined)
         query_owner = torch.tensor(mine, dtype=torch.long)
         past = self._owner.numel()
         self._owner = torch.cat([self._owner, query_owner])
@@ -377,56 +376,3 @@ class BatchDecoder:
         timings = {"prefill_s": r.prefill_s, "generate_s": time.perf_counter() - r.admitted, "batch_rows": float(r.widest)}
         return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
 
-
-def _prefixes(seen: dict[Node, list[int]], queries: int, device: Any, window: int = 0, joined: dict | None = None) -> Prefixes:
-    """The tree nodes the packed queries attend (``seen``: node -> query positions), root first.
-    Nodes of at most :data:`SHORT_NODE` tokens go together into one short segment attended with
-    the rows' own keys; ``joined`` keeps that concatenation between steps that see the same nodes."""
-    import torch
-
-    ordered = sorted(seen, key=lambda node: node.start)
-    long = [n for n in ordered if len(n.ids) > SHORT_NODE]
-    short = [n for n in ordered if len(n.ids) <= SHORT_NODE]
-    segment = visible = None
-    if short:
-        key = tuple((n, n.segment) for n in short)
-        segment = joined.get(key) if joined is not None else None
-        if segment is None:
-            parts = [n.segment for n in short]
-            segment = Segment(
-                tuple(torch.cat([p.keys[layer] for p in parts], dim=2) for layer in range(len(parts[0].keys))),  # type: ignore[union-attr]
-                tuple(torch.cat([p.values[layer] for p in parts], dim=2) for layer in range(len(parts[0].values))),  # type: ignore[union-attr]
-            )
-            if joined is not None:
-                joined.clear()
-                joined[key] = segment
-        visible = torch.zeros(queries, segment.length, dtype=torch.bool)
-        at = 0
-        for n in short:
-            visible[torch.tensor(seen[n])[:, None], torch.arange(at, at + len(n.ids))[None, :]] = True
-            at += len(n.ids)
-        visible = visible.to(device)
-    return Prefixes(
-        tuple(node.segment for node in long),  # type: ignore[misc]
-        tuple(None if len(seen[node]) == queries else torch.tensor(seen[node], device=device) for node in long),
-        window, segment, visible,
-    )
-
-
-def _pieces(spans: list[tuple[int, int]], step: int) -> list[tuple[int, int, int]]:
-    """``(start, end, window)`` pieces of packed prompt stretches (``spans``, in order) of at
-    most ``step`` tokens: short stretches share a piece, a long one is cut, and ``window`` is the
-    first cached position a piece's queries may see (the start of the stretch it begins in)."""
-    pieces: list[tuple[int, int, int]] = []
-    begin = window = 0
-    for a, b in spans:
-        if b - begin > step and a > begin:  # this stretch does not fit: close what is open
-            pieces.append((begin, a, window))
-            begin = window = a
-        while b - begin > step:
-            pieces.append((begin, begin + step, window))
-            begin = begin + step
-            window = a
-    if spans and begin < spans[-1][1]:
-        pieces.append((begin, spans[-1][1], window))
-    return pieces

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Sequence
+from typing import Any, Sequence
 
 from planner_runtime.planners.local import shared_length
-from planner_runtime.serving.attention import Segment
+from planner_runtime.serving.attention import Prefixes, Segment
 
+SHORT_NODE = 64  # nodes this short are attended together with the rows' own keys (see attention.py)
 _clock = count(1)
 
 
@@ -130,3 +131,57 @@ class PrefixTree:
             del old.parent.children[old.ids[0]]
             nodes.remove(old)
             kept -= len(old.ids)
+
+
+def attended(seen: dict[Node, list[int]], queries: int, device: Any, window: int = 0, joined: dict | None = None) -> Prefixes:
+    """The tree nodes the packed queries attend (``seen``: node -> query positions), root first.
+    Nodes of at most :data:`SHORT_NODE` tokens go together into one short segment attended with
+    the rows' own keys; ``joined`` keeps that concatenation between steps that see the same nodes."""
+    import torch
+
+    ordered = sorted(seen, key=lambda node: node.start)
+    long = [n for n in ordered if len(n.ids) > SHORT_NODE]
+    short = [n for n in ordered if len(n.ids) <= SHORT_NODE]
+    segment = visible = None
+    if short:
+        key = tuple((n, n.segment) for n in short)
+        segment = joined.get(key) if joined is not None else None
+        if segment is None:
+            parts = [n.segment for n in short]
+            segment = Segment(
+                tuple(torch.cat([p.keys[layer] for p in parts], dim=2) for layer in range(len(parts[0].keys))),  # type: ignore[union-attr]
+                tuple(torch.cat([p.values[layer] for p in parts], dim=2) for layer in range(len(parts[0].values))),  # type: ignore[union-attr]
+            )
+            if joined is not None:
+                joined.clear()
+                joined[key] = segment
+        visible = torch.zeros(queries, segment.length, dtype=torch.bool)
+        at = 0
+        for n in short:
+            visible[torch.tensor(seen[n])[:, None], torch.arange(at, at + len(n.ids))[None, :]] = True
+            at += len(n.ids)
+        visible = visible.to(device)
+    return Prefixes(
+        tuple(node.segment for node in long),  # type: ignore[misc]
+        tuple(None if len(seen[node]) == queries else torch.tensor(seen[node], device=device) for node in long),
+        window, segment, visible,
+    )
+
+
+def pieces(spans: list[tuple[int, int]], step: int) -> list[tuple[int, int, int]]:
+    """``(start, end, window)`` pieces of packed prompt stretches (``spans``, in order) of at
+    most ``step`` tokens: short stretches share a piece, a long one is cut, and ``window`` is the
+    first cached position a piece's queries may see (the start of the stretch it begins in)."""
+    pieces: list[tuple[int, int, int]] = []
+    begin = window = 0
+    for a, b in spans:
+        if b - begin > step and a > begin:  # this stretch does not fit: close what is open
+            pieces.append((begin, a, window))
+            begin = window = a
+        while b - begin > step:
+            pieces.append((begin, begin + step, window))
+            begin = begin + step
+            window = a
+    if spans and begin < spans[-1][1]:
+        pieces.append((begin, spans[-1][1], window))
+    return pieces
