@@ -40,6 +40,7 @@ from planner_runtime.planners.model_store import (
     resolve_model_path,
 )
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
+from planner_runtime.serving.attention import install
 
 if TYPE_CHECKING:
     import torch
@@ -185,6 +186,7 @@ class LocalPlanner:
             raise ModelProvisionError(f"could not load the model in {path}: {exc}") from exc
         model.eval()
         model.requires_grad_(False)
+        install(model)  # grouped-query SDPA without copying the cache; lets serve batch on this model
         vocab = tokenizer.get_vocab()
         self._end_ids = frozenset(vocab[t] for t in _END_TOKENS if t in vocab) | (
             {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
@@ -346,8 +348,12 @@ class LocalPlanner:
 
         step = max(1, self.prefill_chunk)
         for start in range(0, len(ids), step):
-            tensor = torch.tensor([ids[start : start + step]], dtype=torch.long, device=self._model.device)
-            out = self._model(input_ids=tensor, **{self._cache_kwarg: cache}, use_cache=True, logits_to_keep=1)
+            piece = ids[start : start + step]
+            tensor = torch.tensor([piece], dtype=torch.long, device=self._model.device)
+            # the last position by index: an int keeps a strided slice of the hidden states, and
+            # the head's matmul then copied its whole weight matrix (56 MB) on every step
+            last = torch.tensor([len(piece) - 1], device=self._model.device)
+            out = self._model(input_ids=tensor, **{self._cache_kwarg: cache}, use_cache=True, logits_to_keep=last)
         return out.logits[0, -1]
 
 

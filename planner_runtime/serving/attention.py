@@ -11,7 +11,8 @@ its row's own keys. The parts are merged by their log-sum-exps: the same softmax
 per-row copy of the whole prompt, without the copy.
 
 It plugs into transformers' attention registry under :data:`NAME`. Calls that pass no
-``shared_prefix`` (the single-chat planner on the same model) fall through to SDPA unchanged.
+``shared_prefix`` (the single-chat planner) go to SDPA, with its grouped-query path where
+transformers would copy the cache for every query head.
 On a CPU with the fused flash kernel each node is attended through it; elsewhere (CUDA) through
 plain matrix products, which also return the log-sum-exp the merge needs.
 """
@@ -93,9 +94,17 @@ def shared_prefix_attention(
 ) -> tuple["torch.Tensor", None]:
     """``query`` ``[rows, heads, q, d]``; ``key``/``value`` the rows' own ``[rows, kv_heads, s, d]``;
     ``attention_mask`` a bool ``[rows, 1, q, s]`` over the rows' own keys. Returns ``[rows, q, heads, d]``."""
+    import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     if shared_prefix is None:
+        if attention_mask is not None and query.shape[2] > 1 and key.shape[1] != query.shape[1]:
+            # transformers repeats every cached key and value for each query head sharing them
+            # when several queries come with a mask (forced tokens after a cached prompt): a copy
+            # of the whole cache per layer, 2-4x the step. SDPA's own grouped-query path reads them once.
+            out = torch.nn.functional.scaled_dot_product_attention(
+                query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True)
+            return out.transpose(1, 2).contiguous(), None
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     key, value = _own_keys(key, shared_prefix, module.layer_idx), _own_keys(value, shared_prefix, module.layer_idx, values=True)
     heads, dim = query.shape[1], query.shape[3]

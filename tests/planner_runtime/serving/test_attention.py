@@ -108,3 +108,21 @@ def test_short_segments_and_a_window_equal_the_explicit_softmax(fused, monkeypat
     chains = [[root, tail_a], [root, tail_a], [root, tail_b], [root, tail_b], [root, tail_a]]
     want = explicit(query, key, value, windowed, chains)
     assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
+
+
+def test_a_chat_without_prefixes_attends_its_cache_by_grouped_query_sdpa():
+    """Several queries with a mask (forced tokens after a cached prompt): the grouped-query path
+    equals the explicit softmax, without transformers' per-head copy of the cache."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    gen = torch.Generator().manual_seed(4)
+    q, cached = 4, 30
+    query = torch.randn(1, KV_HEADS * GROUPS, q, DIM, generator=gen)
+    key = torch.randn(1, KV_HEADS, cached + q, DIM, generator=gen)
+    value = torch.randn(1, KV_HEADS, cached + q, DIM, generator=gen)
+    mask = (torch.arange(cached + q)[None, :] <= cached + torch.arange(q)[:, None])[None, None]
+    module = SimpleNamespace(layer_idx=0, num_key_value_groups=GROUPS, is_causal=True)
+    got, _ = shared_prefix_attention(module, query, key, value, mask)
+    want = explicit(query, key, value, mask, [[] for _ in range(q)])
+    stock, _ = sdpa_attention_forward(module, query, key, value, mask)
+    assert torch.allclose(got, want, atol=1e-5) and torch.allclose(got, stock, atol=1e-5)
