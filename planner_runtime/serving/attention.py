@@ -76,10 +76,6 @@ class Prefixes:
     # masks derived once per forward pass (every layer gets the same inputs), dropped with it
     derived: dict = field(default_factory=dict, compare=False, repr=False)
 
-    @property
-    def length(self) -> int:
-        return sum(s.length for s in self.segments)
-
 
 def shared_prefix_attention(
     module: Any,

@@ -91,7 +91,6 @@ class BatchDecoder:
         self._owner: Any = None
         self._joined: dict = {}  # the short nodes of the last step, concatenated
         self.last_reused_tokens = 0  # prompt tokens the last decode() found kept
-        self.forward_passes = 0
 
     def load(self) -> BatchDecoder:
         self.planner.load()
@@ -305,7 +304,6 @@ class BatchDecoder:
         causal = torch.arange(past + len(ids))[None, :] <= (past + torch.arange(len(ids)))[:, None]
         mask = ((self._owner[None, :] == query_owner[:, None]) & causal)[None, None]
         logits = self._forward(torch.tensor([ids]), self._cache, mask, torch.tensor([positions]), prefixes, torch.tensor(last))
-        self.forward_passes += 1
         for k, r in enumerate(live):
             self._sample(r, logits[0, k])
             self._take_forced(r)

@@ -4,7 +4,7 @@ Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (``tools``; ``tool_cho
 ``required``, ``none`` or ``{"type": "function", "function": {"name": ...}}``), ``GET /health``.
 The stdlib's threading HTTP server handles each connection on its own thread (keep-alive
 included), so many harness workers talk to it at once while one :class:`Engine` worker owns the
-model and decodes their requests in batches. With the embedded planner, ``auto`` and ``required``
+model and decodes their requests together (a request joins the running batch at the next step). With the embedded planner, ``auto`` and ``required``
 behave alike: its answer is constrained to one call of an offered tool. A named tool keeps every
 tool in the prompt and constrains the call to that one; ``none`` offers no tools.
 """

@@ -244,3 +244,20 @@ def test_a_failed_step_fails_the_running_requests_and_the_engine_goes_on(local, 
         assert engine.submit(request).result(timeout=300).text == alone
     finally:
         engine.stop()
+
+
+def test_the_kept_prompt_kv_stays_within_its_budget_once_rows_end(local):
+    from planner_runtime.planners.local import shared_length
+
+    sampling = Sampling(max_new_tokens=16)
+    requests = [PlanRequest(chat(g), TOOLS, sampling) for g in GOALS]
+    alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
+    probe = BatchDecoder(local).load()
+    prompts = [probe._row(r).prompt_ids for r in requests]
+    common = min(shared_length(prompts[0], p) for p in prompts[1:])  # the start all three share
+    decoder = BatchDecoder(local, kept_tokens=common + 5).load()
+    outs = decoder.decode(requests)
+    assert [o.text for o in outs] == alone  # every prompt was kept while its row decoded
+    # then the free leaves went, least recently used first, down to the budget: the shared start stays
+    assert common <= decoder.tree.tokens <= common + 5 and all(n.users == 0 for n in decoder.tree.nodes())
+    assert [o.text for o in decoder.decode(requests[:1])] == alone[:1] and decoder.last_reused_tokens >= common
