@@ -20,6 +20,12 @@ def segment(n: int, gen: "torch.Generator") -> Segment:
     return Segment((torch.randn(1, KV_HEADS, n, DIM, generator=gen),), (torch.randn(1, KV_HEADS, n, DIM, generator=gen),))
 
 
+def qkv(gen: "torch.Generator", q: int, own: int) -> tuple:
+    """Queries of every head, and the rows' own keys and values."""
+    return (torch.randn(1, KV_HEADS * GROUPS, q, DIM, generator=gen), torch.randn(1, KV_HEADS, own, DIM, generator=gen),
+            torch.randn(1, KV_HEADS, own, DIM, generator=gen))
+
+
 def explicit(query, key, value, mask, chains: list[list[Segment]]):
     """Position by position: softmax over its chain's keys, then its own visible keys."""
     q = query.shape[2]
@@ -40,9 +46,7 @@ def test_positions_attending_their_own_chains_equal_the_explicit_softmax(fused, 
     monkeypatch.setattr(attention, "_FLASH_CPU", attention._flash_cpu() if fused else None)
     gen = torch.Generator().manual_seed(0)
     q, own = 6, 8
-    query = torch.randn(1, KV_HEADS * GROUPS, q, DIM, generator=gen)
-    key = torch.randn(1, KV_HEADS, own, DIM, generator=gen)
-    value = torch.randn(1, KV_HEADS, own, DIM, generator=gen)
+    query, key, value = qkv(gen, q, own)
     mask = torch.rand(1, 1, q, own, generator=gen) > 0.3
     mask[0, 0, torch.arange(q), torch.arange(q)] = True  # every position sees at least itself
     root, left, right, leaf = (segment(n, gen) for n in (300, 40, 75, 9))
@@ -58,8 +62,7 @@ def test_positions_attending_their_own_chains_equal_the_explicit_softmax(fused, 
 def test_a_position_that_sees_no_own_key_attends_its_chain_alone(monkeypatch):
     monkeypatch.setattr(attention, "_FLASH_CPU", attention._flash_cpu())
     gen = torch.Generator().manual_seed(1)
-    query = torch.randn(1, KV_HEADS * GROUPS, 2, DIM, generator=gen)
-    key, value = torch.randn(1, KV_HEADS, 3, DIM, generator=gen), torch.randn(1, KV_HEADS, 3, DIM, generator=gen)
+    query, key, value = qkv(gen, 2, 3)
     mask = torch.tensor([[True, True, False], [False, False, False]])[None, None]
     root = segment(50, gen)
     got, _ = shared_prefix_attention(SimpleNamespace(layer_idx=0), query, key, value, mask, shared_prefix=Prefixes((root,), (None,)))
@@ -70,8 +73,7 @@ def test_a_position_that_sees_no_own_key_attends_its_chain_alone(monkeypatch):
 def test_a_split_segment_attends_as_the_whole(monkeypatch):
     monkeypatch.setattr(attention, "_FLASH_CPU", attention._flash_cpu())
     gen = torch.Generator().manual_seed(2)
-    query = torch.randn(1, KV_HEADS * GROUPS, 4, DIM, generator=gen)
-    key, value = torch.randn(1, KV_HEADS, 4, DIM, generator=gen), torch.randn(1, KV_HEADS, 4, DIM, generator=gen)
+    query, key, value = qkv(gen, 4, 4)
     mask = torch.tril(torch.ones(4, 4, dtype=torch.bool))[None, None]
     whole = segment(120, gen)
     first, rest = whole.split(70)
@@ -91,9 +93,7 @@ def test_short_segments_and_a_window_equal_the_explicit_softmax(fused, monkeypat
     monkeypatch.setattr(attention, "_FLASH_CPU", attention._flash_cpu() if fused else None)
     gen = torch.Generator().manual_seed(3)
     q, own, window = 5, 9, 3
-    query = torch.randn(1, KV_HEADS * GROUPS, q, DIM, generator=gen)
-    key = torch.randn(1, KV_HEADS, own, DIM, generator=gen)
-    value = torch.randn(1, KV_HEADS, own, DIM, generator=gen)
+    query, key, value = qkv(gen, q, own)
     mask = torch.rand(1, 1, q, own, generator=gen) > 0.4
     mask[0, 0, torch.arange(q), window + torch.arange(q)] = True
     root, tail_a, tail_b = segment(200, gen), segment(7, gen), segment(4, gen)
@@ -117,9 +117,7 @@ def test_a_chat_without_prefixes_attends_its_cache_by_grouped_query_sdpa():
 
     gen = torch.Generator().manual_seed(4)
     q, cached = 4, 30
-    query = torch.randn(1, KV_HEADS * GROUPS, q, DIM, generator=gen)
-    key = torch.randn(1, KV_HEADS, cached + q, DIM, generator=gen)
-    value = torch.randn(1, KV_HEADS, cached + q, DIM, generator=gen)
+    query, key, value = qkv(gen, q, cached + q)
     mask = (torch.arange(cached + q)[None, :] <= cached + torch.arange(q)[:, None])[None, None]
     module = SimpleNamespace(layer_idx=0, num_key_value_groups=GROUPS, is_causal=True)
     got, _ = shared_prefix_attention(module, query, key, value, mask)
