@@ -45,12 +45,20 @@ class Segment:
         return int(self.keys[0].shape[2]) if self.keys else 0
 
     def split(self, at: int) -> tuple[Segment, Segment]:
-        """The first ``at`` positions and the rest. The smaller part is copied out and the larger
-        stays a view of this storage, so a split copies, and at worst strands, the smaller part."""
-        copy_first = at <= self.length - at
-        first = self.part(slice(None, at), copy_first)
-        rest = self.part(slice(at, None), not copy_first)
-        return first, rest
+        """The first ``at`` positions and the rest. The smaller part is copied out; the larger
+        stays a view of this storage while it covers at least half of it (else it is copied too),
+        so splits never keep more than twice a segment's bytes alive, however often repeated."""
+        small_first = at <= self.length - at
+        big = slice(at, None) if small_first else slice(None, at)
+        kept = self.part(big, copy=False)
+        if 2 * kept.nbytes < sum(t.untyped_storage().nbytes() for t in self.keys + self.values):
+            kept = self.part(big)
+        small = self.part(slice(None, at) if small_first else slice(at, None))
+        return (small, kept) if small_first else (kept, small)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
 
     def part(self, positions: slice, copy: bool = True) -> Segment:
         """These positions, copied into storage of their own unless ``copy`` is false."""

@@ -105,6 +105,8 @@ class BatchDecoder:
         self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
         self._grammars = ToolCallGrammars(tokenizer)
         self._clear()
+        # ended rows' positions can be dropped from the packed cache only if every layer can
+        self._compactable = all(getattr(layer, "keep_positions", None) is not None for layer in self._cache.layers)
         return self
 
     @property
@@ -119,11 +121,18 @@ class BatchDecoder:
             self.load()
         admitted = self.admit_many(requests)
         self.last_reused_tokens = sum(r.reused for r in admitted if isinstance(r, Row))
-        results: list[PlannerOutput | PlannerError] = [r for r in admitted]  # type: ignore[misc]
+        results: list[Any] = list(admitted)
         index = {r.uid: i for i, r in enumerate(admitted) if isinstance(r, Row)}
-        while self._rows:
-            for row, out in self.step():
-                results[index[row.uid]] = out
+        try:
+            while self._rows:
+                for row, out in self.step():
+                    results[index[row.uid]] = out
+        except BaseException:
+            self.abort()
+            raise
+        for out in results:
+            if isinstance(out, BaseException) and not isinstance(out, PlannerError):
+                raise out
         return results
 
     def admit(self, request: PlanRequest) -> Row:
@@ -135,56 +144,65 @@ class BatchDecoder:
 
     def admit_many(self, requests: Sequence[PlanRequest]) -> list[Row | PlannerError]:
         """Start decoding ``requests`` with the running rows. Their prompts go into the tree and
-        the parts not kept are computed together; each decodes from the next :meth:`step`."""
+        the parts not kept are computed together; each decodes from the next :meth:`step`.
+        A request that cannot run gets its :class:`PlannerError`; any other failure admits
+        none of them and leaves the decoder as it was."""
         import torch
 
         admitted: list[Row | PlannerError] = []
-        for request in requests:
-            try:
-                row = self._row(request)
-            except PlannerError as exc:
-                admitted.append(exc)
-                continue
-            ids = row.prompt_ids + row.prefill_ids
-            row.node, row.reused = self.tree.insert(ids[:-1])  # the last token gives the first logits
-            row.pending, row.position = ids[-1:], len(ids) - 1
-            admitted.append(row)
-        rows = [r for r in admitted if isinstance(r, Row)]
-        started = time.perf_counter()
         try:
+            for request in requests:
+                try:
+                    row = self._row(request)
+                except PlannerError as exc:
+                    admitted.append(exc)
+                    continue
+                ids = row.prompt_ids + row.prefill_ids
+                row.node, row.reused = self.tree.insert(ids[:-1])  # the last token gives the first logits
+                row.pending, row.position = ids[-1:], len(ids) - 1
+                admitted.append(row)
+            rows = [r for r in admitted if isinstance(r, Row)]
+            started = time.perf_counter()
             with torch.inference_mode():
                 self._build(self.tree.unbuilt())
+            for row in rows:
+                self._take_forced(row)
         except BaseException:
             self.tree.drop_unbuilt()
-            for r in rows:
-                self.tree.release(r.node)  # type: ignore[arg-type]
+            for r in admitted:
+                if isinstance(r, Row) and r.node is not None:
+                    self.tree.release(r.node)
             raise
         now = time.perf_counter()
         for row in rows:
             row.uid, row.admitted, row.prefill_s = next(self._uids), now, now - started
-            self._take_forced(row)
             self._rows.append(row)
         return admitted
 
-    def step(self) -> list[tuple[Row, PlannerOutput]]:
-        """One forward pass over every live row; returns the rows that ended, with their answers."""
+    def step(self) -> list[tuple[Row, PlannerOutput | Exception]]:
+        """One forward pass over every live row; returns the rows that ended, with their
+        answers (or what went wrong making one). A failed forward pass raises: :meth:`abort`."""
         import torch
 
-        ended = [r for r in self._rows if r.done]
         live = [r for r in self._rows if not r.done]
         if live:
             with torch.inference_mode():
                 self._forward_rows(live)
-            ended += [r for r in live if r.done]
-        self._rows = [r for r in self._rows if not r.done]
-        outputs = []
+        ended = [r for r in self._rows if r.done]
+        if not ended:
+            return []
+        outputs: list[tuple[Row, PlannerOutput | Exception]] = []
         for r in ended:
-            assert r.node is not None
-            self.tree.release(r.node)
-            outputs.append((r, self._output(r)))
+            self.tree.release(r.node)  # type: ignore[arg-type]
+            try:
+                outputs.append((r, self._output(r)))
+            except Exception as exc:  # noqa: BLE001 - that row's caller hears of it, the others go on
+                outputs.append((r, exc))
+        self._rows = [r for r in self._rows if not r.done]
+        self._joined.clear()  # the set of attended short nodes changed
         if not self._rows:
             self._clear()
-        elif ended:
+        elif self._compactable:
             with torch.inference_mode():
                 self._compact()
         return outputs
@@ -318,11 +336,12 @@ class BatchDecoder:
             return
         at = keep.nonzero().flatten()
         for layer in self._cache.layers:
-            if getattr(layer, "keep_positions", None) is not None:
-                layer.keep_positions(at)
+            layer.keep_positions(at)
         self._owner = self._owner[at]
 
     def _take_forced(self, r: Row) -> None:
+        if len(r.generated) >= r.request.sampling.max_new_tokens:
+            r.done = True
         if r.done or r.matcher is None:
             return
         room = r.request.sampling.max_new_tokens - len(r.generated)

@@ -40,6 +40,7 @@ class Engine:
         # requests served in each busy spell (from idle to idle), for tests and the benchmark
         self.batches: list[int] = []
         self.widest = 0  # the most rows one decode step has run
+        self._stopped = False
 
     def start(self) -> Engine:
         from planner_runtime.planners.local import LocalPlanner
@@ -55,8 +56,14 @@ class Engine:
         self._worker.start()
         return self
 
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called: new requests fail at once."""
+        return self._stopped
+
     def stop(self) -> None:
-        """Finish the requests already taken, then end the worker."""
+        """Finish the requests already taken, fail any still queued, then end the worker."""
+        self._stopped = True
         if self._worker is not None:
             self._queue.put(_STOP)
             self._worker.join(timeout=30)
@@ -64,10 +71,25 @@ class Engine:
 
     def submit(self, request: PlanRequest) -> Future[PlannerOutput]:
         future: Future[PlannerOutput] = Future()
-        self._queue.put((request, future))
+        if self._stopped:
+            future.set_exception(PlannerError("the planner is shutting down"))
+        else:
+            self._queue.put((request, future))
         return future
 
     def _work(self) -> None:
+        try:
+            self._serve()
+        finally:  # whatever is still queued (submitted while stopping) hears that it will not run
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not _STOP and item[1].set_running_or_notify_cancel():
+                    item[1].set_exception(PlannerError("the planner is shutting down"))
+
+    def _serve(self) -> None:
         stopping = False
         while True:
             busy = self._decoder is not None and self._decoder.live
@@ -110,7 +132,7 @@ class Engine:
             for _, fut in taken:
                 fut.set_exception(exc)
             return
-        if not busy:
+        if not busy or not self.batches:
             self.batches.append(0)
         for (_, fut), row in zip(taken, rows):
             if isinstance(row, PlannerError):  # a bad request fails alone
@@ -127,20 +149,22 @@ class Engine:
             ended = self._decoder.step()
         except Exception as exc:  # a bug or a model failure: every running request hears of it
             for row in self._decoder.abort():
-                self._waiting.pop(row.uid).set_exception(exc)
+                _settle(self._waiting.pop(row.uid, None), exc)
             return
         for row, out in ended:
-            self._waiting.pop(row.uid).set_result(out)
+            _settle(self._waiting.pop(row.uid, None), out)
 
-    def _plan_one(self, req: PlanRequest) -> PlannerOutput | PlannerError:
+    def _plan_one(self, req: PlanRequest) -> PlannerOutput | Exception:
         tools = req.tools if req.only is None else tuple(t for t in req.tools if t.name in req.only)
         try:
             return self.planner.plan(list(req.messages), list(tools), sampling=req.sampling)
-        except PlannerError as exc:
+        except Exception as exc:  # noqa: BLE001 - the caller hears of it; the worker goes on
             return exc
 
 
-def _settle(fut: Future[PlannerOutput], result: PlannerOutput | PlannerError) -> None:
+def _settle(fut: Future[PlannerOutput] | None, result: PlannerOutput | BaseException) -> None:
+    if fut is None:
+        return
     if isinstance(result, BaseException):
         fut.set_exception(result)
     else:

@@ -86,7 +86,7 @@ class PlannerServer:
         try:
             out = self.engine.submit(request).result(timeout=self.request_timeout_s)
         except PlannerError as exc:
-            raise RequestError(400, str(exc)) from exc
+            raise RequestError(503 if self.engine.stopped else 400, str(exc)) from exc
         return output_to_completion(out, model=self.model_name, tool_choice_none=none)
 
     def parse(self, body: Any) -> tuple[PlanRequest, bool]:

@@ -261,3 +261,40 @@ def test_the_kept_prompt_kv_stays_within_its_budget_once_rows_end(local):
     # then the free leaves went, least recently used first, down to the budget: the shared start stays
     assert common <= decoder.tree.tokens <= common + 5 and all(n.users == 0 for n in decoder.tree.nodes())
     assert [o.text for o in decoder.decode(requests[:1])] == alone[:1] and decoder.last_reused_tokens >= common
+
+
+def test_failures_around_a_batch_leave_nothing_pinned_and_lose_no_request(local, monkeypatch):
+    sampling = Sampling(max_new_tokens=16)
+    requests = [PlanRequest(chat(g), TOOLS, sampling) for g in GOALS[:2]]
+    alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
+    decoder = BatchDecoder(local).load()
+
+    def broken(nodes):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(decoder, "_build", broken)
+    with pytest.raises(RuntimeError, match="out of memory"):  # computing the prompts failed: none admitted
+        decoder.admit_many(requests)
+    assert decoder.live == 0 and decoder.tree.tokens == 0 and not decoder.tree.nodes()
+    monkeypatch.undo()
+
+    real = decoder._output
+
+    def output(row):
+        if row.uid == first.uid:
+            raise ValueError("bad bytes")
+        return real(row)
+
+    monkeypatch.setattr(decoder, "_output", output)
+    first, second = decoder.admit_many(requests)
+    ended = {}
+    while decoder.live:
+        for row, out in decoder.step():
+            ended[row.uid] = out
+    assert isinstance(ended[first.uid], ValueError) and ended[second.uid].text == alone[1]  # one row's failure is its own
+    assert all(n.users == 0 for n in decoder.tree.nodes())
+
+
+def test_a_request_for_no_new_tokens_generates_none(local):
+    out = BatchDecoder(local).load().decode([PlanRequest(chat(GOALS[0]), (), Sampling(max_new_tokens=0))])[0]
+    assert out.usage.completion_tokens == 0 and out.text == ""
