@@ -112,6 +112,7 @@ class LocalPlanner:
         self.last_reused_tokens = 0  # prompt tokens the last plan() took from the KV cache
         self.last_forced_tokens = 0  # tokens the last plan() took from the grammar, unsampled
         self.last_forward_passes = 0
+        self.batchable = False  # set at load: whether the model's attention takes shared prompt KV
         self._lock = threading.Lock()
 
     @property
@@ -186,7 +187,8 @@ class LocalPlanner:
             raise ModelProvisionError(f"could not load the model in {path}: {exc}") from exc
         model.eval()
         model.requires_grad_(False)
-        install(model)  # grouped-query SDPA without copying the cache; lets serve batch on this model
+        # grouped-query SDPA without copying the cache; where it installs, serve can batch this model
+        self.batchable = install(model)
         vocab = tokenizer.get_vocab()
         self._end_ids = frozenset(vocab[t] for t in _END_TOKENS if t in vocab) | (
             {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
@@ -236,22 +238,11 @@ class LocalPlanner:
     ) -> tuple[str, Usage, dict[str, float]]:
         import torch
 
-        tokenizer, model = self._tokenizer, self._model
-        prefill = self._prefill(tools)
-        prompt_ids = tokenizer(render_chat(messages, tools), add_special_tokens=False).input_ids
-        prefill_ids = tokenizer(prefill, add_special_tokens=False).input_ids if prefill else []
+        prompt_ids, prefill, prefill_ids = self.encode(messages, tools, sampling.max_new_tokens)
         input_ids = prompt_ids + prefill_ids
-        limit = getattr(model.config, "max_position_embeddings", None)
-        if limit is not None and len(input_ids) + sampling.max_new_tokens > limit:
-            raise PlannerError(
-                f"prompt of {len(input_ids)} tokens plus {sampling.max_new_tokens} new ones exceeds "
-                f"the model's context of {limit}"
-            )
-        generator = None
-        if sampling.temperature > 0:
-            generator = torch.Generator(device=model.device).manual_seed(sampling.seed)
+        generator = self.generator(sampling)
         started = time.perf_counter()
-        matcher = self._matcher(tools, prefill_ids, sampling.max_new_tokens)
+        matcher = self.matcher(tools, prefill_ids, sampling.max_new_tokens)
         grammar_s = time.perf_counter() - started
 
         with torch.inference_mode():
@@ -289,7 +280,7 @@ class LocalPlanner:
                     elif matcher.is_stopped():
                         break
                     continue
-                if token in self._end_ids or CLOSE in tokenizer.decode(generated[-8:]):
+                if self.ended(generated):
                     break
             generate_s = time.perf_counter() - started - prefill_s
             # Tokens still pending were never fed (the last sampled one, forced ones at the end).
@@ -297,12 +288,7 @@ class LocalPlanner:
         self._kv, self._kv_ids = (cache, fed) if self.reuse_prefix_cache else (None, [])
         self.last_forced_tokens, self.last_forward_passes = forced, forwards
 
-        body = tokenizer.decode(generated, skip_special_tokens=False)
-        text = prefill + body
-        if CLOSE in text:
-            text = text[: text.index(CLOSE) + len(CLOSE)]
-        for end in _END_TOKENS:
-            text = text.split(end, 1)[0]
+        text = self.answer(prefill, generated)
         usage = Usage(prompt_tokens=len(prompt_ids), completion_tokens=len(prefill_ids) + len(generated))
         timings = {"prefill_s": prefill_s, "generate_s": generate_s}
         if self.constrained and tools:
@@ -316,7 +302,46 @@ class LocalPlanner:
             return None
         return max(8, min(self.max_string_chars, 2 * (max_new_tokens - 40)))
 
-    def _matcher(self, tools: Sequence[ToolSpec], prefill_ids: list[int], max_new_tokens: int) -> Any:
+    def encode(self, messages: Sequence[Message], tools: Sequence[ToolSpec], max_new_tokens: int) -> tuple[list[int], str, list[int]]:
+        """The prompt's token ids, the prefill text and its ids; a :class:`PlannerError` when
+        they and ``max_new_tokens`` exceed the model's context."""
+        tokenizer = self._tokenizer
+        prefill = self._prefill(tools)
+        prompt_ids = tokenizer(render_chat(messages, tools), add_special_tokens=False).input_ids
+        prefill_ids = tokenizer(prefill, add_special_tokens=False).input_ids if prefill else []
+        total = len(prompt_ids) + len(prefill_ids)
+        limit = getattr(self._model.config, "max_position_embeddings", None)
+        if limit is not None and total + max_new_tokens > limit:
+            raise PlannerError(f"prompt of {total} tokens plus {max_new_tokens} new ones exceeds the model's context of {limit}")
+        return prompt_ids, prefill, prefill_ids
+
+    def generator(self, sampling: Sampling) -> "torch.Generator | None":
+        """The seeded sampler's random source; ``None`` for greedy decoding."""
+        import torch
+
+        if sampling.temperature <= 0:
+            return None
+        return torch.Generator(device=self._model.device).manual_seed(sampling.seed)
+
+    def ended(self, generated: list[int]) -> bool:
+        """Whether unconstrained output has ended: an end-of-turn token, or a closed call."""
+        return generated[-1] in self._end_ids or CLOSE in self._tokenizer.decode(generated[-8:])
+
+    def answer(self, prefill: str, generated: list[int]) -> str:
+        """The answer's text: the prefill and the generated tokens, up to the closed call or the end of turn."""
+        text = prefill + self._tokenizer.decode(generated, skip_special_tokens=False)
+        if CLOSE in text:
+            text = text[: text.index(CLOSE) + len(CLOSE)]
+        for end in _END_TOKENS:
+            text = text.split(end, 1)[0]
+        return text
+
+    @property
+    def cache_kwarg(self) -> str:
+        """The model's forward argument for the KV cache (transformers 5.x renamed it)."""
+        return self._cache_kwarg
+
+    def matcher(self, tools: Sequence[ToolSpec], prefill_ids: list[int], max_new_tokens: int) -> Any:
         """A grammar matcher past the prefill, or ``None`` to decode unconstrained."""
         if not (self.constrained and tools and self._grammars is not None):
             return None

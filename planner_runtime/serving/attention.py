@@ -56,6 +56,15 @@ class Segment:
         small = self.part(slice(None, at) if small_first else slice(at, None))
         return (small, kept) if small_first else (kept, small)
 
+    @classmethod
+    def concatenated(cls, parts: list[Segment]) -> Segment:
+        """``parts`` one after another, in storage of their own."""
+        import torch
+
+        layers = range(len(parts[0].keys))
+        return cls(tuple(torch.cat([p.keys[i] for p in parts], dim=2) for i in layers),
+                   tuple(torch.cat([p.values[i] for p in parts], dim=2) for i in layers))
+
     @property
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values)
@@ -98,27 +107,32 @@ def shared_prefix_attention(
 ) -> tuple["torch.Tensor", None]:
     """``query`` ``[rows, heads, q, d]``; ``key``/``value`` the rows' own ``[rows, kv_heads, s, d]``;
     ``attention_mask`` a bool ``[rows, 1, q, s]`` over the rows' own keys. Returns ``[rows, q, heads, d]``."""
-    import torch
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     if shared_prefix is None:
-        if attention_mask is not None and query.shape[2] > 1 and key.shape[1] != query.shape[1]:
-            # transformers repeats every cached key and value for each query head sharing them
-            # when several queries come with a mask (forced tokens after a cached prompt): a copy
-            # of the whole cache per layer, 2-4x the step. SDPA's own grouped-query path reads them once.
-            out = torch.nn.functional.scaled_dot_product_attention(
-                query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True)
-            return out.transpose(1, 2).contiguous(), None
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+        return _sdpa(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
     key, value = _own_keys(key, shared_prefix, module.layer_idx), _own_keys(value, shared_prefix, module.layer_idx, values=True)
     heads, dim = query.shape[1], query.shape[3]
     kv_heads = key.shape[1]
     mask, seen, additive = _own_mask(attention_mask, shared_prefix, query, key.shape[2], heads // kv_heads)
     if not shared_prefix.segments:
-        return sdpa_attention_forward(module, query, key, value, mask, scaling=scaling, dropout=dropout, **kwargs)
+        return _sdpa(module, query, key, value, mask, scaling, dropout, **kwargs)
     scale = scaling if scaling is not None else dim**-0.5
     pre_out, pre_lse = _prefix_parts(query, shared_prefix, module.layer_idx, scale, kv_heads)
     return _cascade(query, key, value, mask, seen, additive, pre_out, pre_lse, scale, kv_heads, heads // kv_heads), None
+
+
+def _sdpa(module: Any, query: "torch.Tensor", key: "torch.Tensor", value: "torch.Tensor", mask: "torch.Tensor | None",
+          scaling: float | None, dropout: float, **kwargs: Any) -> tuple["torch.Tensor", None]:
+    """Plain attention over ``key``/``value``. transformers repeats every key and value for each
+    query head sharing them when several queries come with a mask (forced tokens after a cached
+    prompt, a prompt piece): a copy of the whole cache per layer, 2-4x the step. SDPA's own
+    grouped-query path reads them once."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if mask is not None and query.shape[2] > 1 and key.shape[1] != query.shape[1]:
+        out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling, enable_gqa=True)
+        return out.transpose(1, 2).contiguous(), None
+    return sdpa_attention_forward(module, query, key, value, mask, scaling=scaling, dropout=dropout, **kwargs)
 
 
 def _own_keys(own: "torch.Tensor", prefixes: Prefixes, layer: int, values: bool = False) -> "torch.Tensor":

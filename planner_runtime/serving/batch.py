@@ -19,7 +19,6 @@ float noise.
 
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass, field
 from itertools import count
@@ -28,17 +27,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 from planner_runtime.contract import Message, ToolSpec, Usage
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
-from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
-from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
 from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache, reserve
-from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
-from planner_runtime.serving.attention import Prefixes, Segment, install
+from planner_runtime.planners.toolcalls import parse_tool_calls
+from planner_runtime.serving.attention import Prefixes, Segment
 from planner_runtime.serving.prefix_tree import Node, PrefixTree, attended, pieces
 
 if TYPE_CHECKING:
     import torch
 
-_END_TOKENS = (IM_END, "<|endoftext|>")
 PREFIX_TOKENS_KEPT = 8192  # prompt KV kept once no row needs it (~23 KB a token in bfloat16)
 _COMPACT_AT = 256  # finished rows' own positions dropped from the packed cache past this many
 
@@ -84,7 +80,7 @@ class BatchDecoder:
     def __init__(self, planner: LocalPlanner, *, kept_tokens: int = PREFIX_TOKENS_KEPT) -> None:
         self.planner = planner
         self.tree = PrefixTree(kept_tokens)
-        self._grammars: ToolCallGrammars | None = None
+        self._loaded = False
         self._rows: list[Row] = []
         self._uids = count()
         self._cache: Any = None  # the rows' own tokens, packed; ``_owner`` names each position's row
@@ -94,16 +90,9 @@ class BatchDecoder:
 
     def load(self) -> BatchDecoder:
         self.planner.load()
-        if not install(self.planner.model):
+        if not self.planner.batchable:
             raise PlannerError("this model's attention is outside transformers' registry; it cannot decode in batches")
-        tokenizer = self.planner.tokenizer
-        vocab = tokenizer.get_vocab()
-        self._end_ids = frozenset(vocab[t] for t in _END_TOKENS if t in vocab) | (
-            {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-        )
-        forward = inspect.signature(self.planner.model.forward).parameters
-        self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
-        self._grammars = ToolCallGrammars(tokenizer)
+        self._loaded = True
         self._clear()
         # ended rows' positions can be dropped from the packed cache only if every layer can
         self._compactable = all(getattr(layer, "keep_positions", None) is not None for layer in self._cache.layers)
@@ -117,7 +106,7 @@ class BatchDecoder:
     def decode(self, requests: Sequence[PlanRequest]) -> list[PlannerOutput | PlannerError]:
         """Admit ``requests`` and decode until all end: one output per request, in order; a
         request that cannot run gets its error instead."""
-        if self._grammars is None:
+        if not self._loaded:
             self.load()
         admitted = self.admit_many(requests)
         self.last_reused_tokens = sum(r.reused for r in admitted if isinstance(r, Row))
@@ -224,41 +213,20 @@ class BatchDecoder:
         self._joined.clear()
 
     def _row(self, request: PlanRequest) -> Row:
-        import torch
-
-        tokenizer, model = self.planner.tokenizer, self.planner.model
-        tools = request.tools
-        prefill = TOOL_CALL_PREFILL if tools and self.planner.prefill_tool_call else ""
-        prompt_ids = tokenizer(render_chat(request.messages, tools), add_special_tokens=False).input_ids
-        prefill_ids = tokenizer(prefill, add_special_tokens=False).input_ids if prefill else []
-        limit = getattr(model.config, "max_position_embeddings", None)
-        total = len(prompt_ids) + len(prefill_ids)
-        if limit is not None and total + request.sampling.max_new_tokens > limit:
-            raise PlannerError(
-                f"prompt of {total} tokens plus {request.sampling.max_new_tokens} new ones exceeds the model's context of {limit}"
-            )
-        if not total:
+        """Tokenized, with its grammar and sampler, exactly as the planner alone would run it."""
+        planner, budget = self.planner, request.sampling.max_new_tokens
+        prompt_ids, prefill, prefill_ids = planner.encode(request.messages, request.tools, budget)
+        if not prompt_ids and not prefill_ids:
             raise PlannerError("the prompt is empty")
-        matcher = None
-        allowed = [t for t in tools if request.only is None or t.name in request.only]
-        if allowed and self.planner.constrained:
-            try:
-                cap = self.planner.string_cap(request.sampling.max_new_tokens)  # the same cap as a single step
-                matcher = self._grammars.matcher(allowed, cap)  # type: ignore[union-attr]
-            except GrammarError:
-                matcher = None
-            if matcher is not None and prefill_ids and not matcher.consume_tokens(prefill_ids):
-                matcher = None
-        generator = None
-        if request.sampling.temperature > 0:
-            generator = torch.Generator(device=model.device).manual_seed(request.sampling.seed)
-        return Row(request, prompt_ids, prefill, prefill_ids, matcher, generator)
+        allowed = [t for t in request.tools if request.only is None or t.name in request.only]
+        matcher = planner.matcher(allowed, prefill_ids, budget)
+        return Row(request, prompt_ids, prefill, prefill_ids, matcher, planner.generator(request.sampling))
 
     def _build(self, nodes: list[Node]) -> None:
         """Compute the KV of unbuilt tree nodes: in waves (a node after its parent), each wave's
         nodes packed into one sequence and run in pieces of at most ``prefill_chunk`` tokens."""
         while nodes:
-            wave = [n for n in nodes if n.parent is None or n.parent.parent is None or n.parent.segment is not None]
+            wave = [n for n in nodes if n.parent is self.tree.root or n.parent.segment is not None]  # type: ignore[union-attr]
             nodes = [n for n in nodes if n not in wave]
             self._build_wave(wave)
 
@@ -277,7 +245,7 @@ class BatchDecoder:
         cache = growing_cache(self.planner.model.config)
         reserve(cache, len(ids))
         owners = torch.tensor(owner)
-        chains = [n.parent.chain() if n.parent is not None else [] for n in nodes]
+        chains = [n.parent.chain() for n in nodes]  # type: ignore[union-attr]
         for start, end, window in pieces(spans, max(1, self.planner.prefill_chunk)):
             query_owner = owners[start:end]
             causal = torch.arange(end)[None, :] <= torch.arange(start, end)[:, None]
@@ -364,7 +332,7 @@ class BatchDecoder:
                 r.matcher = None
             elif r.matcher.is_stopped():
                 r.done = True
-        elif token in self._end_ids or CLOSE in self.planner.tokenizer.decode(r.generated[-8:]):
+        elif self.planner.ended(r.generated):
             r.done = True
         if len(r.generated) >= r.request.sampling.max_new_tokens:
             r.done = True
@@ -376,17 +344,13 @@ class BatchDecoder:
         """Logits at the ``keep`` positions: ``[1, len(keep), vocab]``."""
         model = self.planner.model
         out = model(
-            input_ids=ids.to(model.device), **{self._cache_kwarg: cache}, attention_mask=mask.to(model.device),
+            input_ids=ids.to(model.device), **{self.planner.cache_kwarg: cache}, attention_mask=mask.to(model.device),
             position_ids=positions.to(model.device), shared_prefix=prefixes, use_cache=True, logits_to_keep=keep.to(model.device),
         )
         return out.logits
 
     def _output(self, r: Row) -> PlannerOutput:
-        text = r.prefill + self.planner.tokenizer.decode(r.generated, skip_special_tokens=False)
-        if CLOSE in text:
-            text = text[: text.index(CLOSE) + len(CLOSE)]
-        for end in _END_TOKENS:
-            text = text.split(end, 1)[0]
+        text = self.planner.answer(r.prefill, r.generated)
         calls, errors = parse_tool_calls(text)
         usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
         # prefill_s: computing the new part of the prompts admitted with this one, together

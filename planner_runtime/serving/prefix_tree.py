@@ -147,11 +147,7 @@ def attended(seen: dict[Node, list[int]], queries: int, device: Any, window: int
         key = tuple((n, n.segment) for n in short)
         segment = joined.get(key) if joined is not None else None
         if segment is None:
-            parts = [n.segment for n in short]
-            segment = Segment(
-                tuple(torch.cat([p.keys[layer] for p in parts], dim=2) for layer in range(len(parts[0].keys))),  # type: ignore[union-attr]
-                tuple(torch.cat([p.values[layer] for p in parts], dim=2) for layer in range(len(parts[0].values))),  # type: ignore[union-attr]
-            )
+            segment = Segment.concatenated([n.segment for n in short])  # type: ignore[misc]
             if joined is not None:
                 joined.clear()
                 joined[key] = segment
