@@ -37,6 +37,7 @@ GOALS = [
     "Turn off the 8:00 alarm", "Set an alarm for 22:45", "Open Contacts", "Set an alarm for 5:05",
     "Add a contact named Bo Li", "Set an alarm for 9:00", "Open Settings", "Set an alarm for 11:11",
 ]
+WARM_UP = "Set an alarm for 7:00"
 SCREEN = "\n".join(f"[{i}] TextView '{label}'" for i, label in enumerate(
     ["Home", "Clock", "Contacts", "Messages", "Phone", "Settings", "Camera", "Calendar", "12:00", "Wed, Jan 1"]))
 
@@ -77,22 +78,19 @@ def main() -> None:
     # chosen before the clock starts, as an episode chooses its tools once at its start (the
     # first choice on a fresh thread also builds that thread's stemmer, which delayed the first
     # concurrent requests past the engine's gathering window)
-    chosen = {g: every.specs() if args.tools == "all" else for_goal(every, g).specs() for g in {*goals, "Set an alarm for 7:00"}}
-
-    def tools_for(goal: str) -> list:
-        return chosen[goal]
+    chosen = {g: every.specs() if args.tools == "all" else for_goal(every, g).specs() for g in {*goals, WARM_UP}}
     sampling = Sampling(max_new_tokens=args.tokens)
 
     planner = LocalPlanner(dtype=None if args.dtype == "auto" else args.dtype)  # auto is the CLI's default: bfloat16 where the CPU has it, 512-token prefill chunks
     with PlannerServer(planner, model_name="smol", max_batch=args.clients) as server:
         print(f"model loaded; RSS {rss_mb():.0f} MB")
         client = OpenAIPlanner(server.base_url, "smol", timeout=600)
-        warm = client.plan(chat("Set an alarm for 7:00"), tools_for("Set an alarm for 7:00"), sampling=sampling)
+        warm = client.plan(chat(WARM_UP), chosen[WARM_UP], sampling=sampling)
         print(f"prompt {warm.usage.prompt_tokens} tokens; warm-up answer: {warm.text[-60:]!r}")
 
         server.engine.batches.clear()
         started = time.perf_counter()
-        seq = [client.plan(chat(g), tools_for(g), sampling=sampling) for g in goals]
+        seq = [client.plan(chat(g), chosen[g], sampling=sampling) for g in goals]
         sequential_s = time.perf_counter() - started
 
         server.engine.batches.clear()
@@ -108,7 +106,7 @@ def main() -> None:
         def one(i: int) -> None:
             ready.wait()
             time.sleep(i * args.stagger_ms / 1000)
-            outs[i] = clients[i].plan(chat(goals[i]), tools_for(goals[i]), sampling=sampling)
+            outs[i] = clients[i].plan(chat(goals[i]), chosen[goals[i]], sampling=sampling)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(goals))]
         for t in threads:
