@@ -121,8 +121,8 @@ class KeyRing:
         return next((k for k in self._keys if k.verifies(token, signature)), None)
 
     def offer(self, key: AdbPublicKey) -> bool:
-        """A host offers `key`: trust it if the policy accepts new keys. Offering a key
-        proves nothing, so even a trusted one is refused here without accept_new_keys."""
+        """A host offers `key`: trust it if `accept_new_keys`. Offering a key proves nothing,
+        so even a trusted one is refused here without accept_new_keys."""
         if self.accept_new_keys:
             if key not in self._keys:
                 self._keys.append(key)

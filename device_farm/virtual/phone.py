@@ -127,7 +127,7 @@ class VirtualPhone:
             # read here, not on the loop that other phones share; once: accepted keys stay trusted
             self._keyring = KeyRing(load_keys(self._adb_keys), self._accept_new_keys)
         own = loop is None
-        host = PhoneLoop(name=f"virtual-phone-{self.port}").start() if loop is None else loop
+        host = PhoneLoop(name=f"virtual-phone-{self.port}").start() if own else loop
         try:
             host.run(self._startup())
         except BaseException:

@@ -129,7 +129,7 @@ def toolset_for(
     ``gate``, sensitive actions are denied."""
     ctx = ToolContext(device=device, gate=gate or SafetyGate())
     apps = installed_apps(ctx.installed())
-    pool = device_tools(ctx)
+    pool = usable(default_toolset(), apps)
     chosen = select(load_skills() if skills is None else skills, goal, tools=pool.names(), apps=apps)
     if narrow:
         pool = for_goal(pool, goal, keep={t for s in chosen for t in s.referenced_tools()})

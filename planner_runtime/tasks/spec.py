@@ -219,9 +219,10 @@ class TaskSpec(SpecModel):
 
     @model_validator(mode="after")
     def _goal_renders(self) -> TaskSpec:
+        values = self.values
         for n, extra in enumerate(({},) + self.variants):
             try:
-                self.goal.format(**{**self.values, **extra})
+                self.goal.format(**{**values, **extra})
             except (KeyError, IndexError, ValueError) as exc:
                 where = f"variant {n}" if n else "params"
                 raise ValueError(f"goal template does not render with {where}: {exc}") from None
@@ -261,7 +262,7 @@ class TaskSpec(SpecModel):
     def values(self) -> dict[str, Any]:
         """The parameters as the goal and checks use them: random ones not yet drawn take
         their seed-0 value, so an undrawn task reads like ``draw(0)``."""
-        return self.draw(0).params if self.random else self.params
+        return self.draw(0).params
 
     def rendered_goal(self) -> str:
         return self.goal.format(**self.values)

@@ -145,11 +145,11 @@ def test_phone_serve_with_adb_keys_lets_only_that_host_in(tmp_path):
     import adbutils
 
     from device_farm.adbserver import AdbServer
+    from tests.device_farm.virtual.raw_adb import keygen
 
     def host_with_key(name):
         home = tmp_path / name
-        (home / ".android").mkdir(parents=True)
-        subprocess.run([adbutils.adb_path(), "keygen", str(home / ".android" / "adbkey")], check=True, capture_output=True, timeout=60)
+        keygen(home / ".android" / "adbkey")
         return home
 
     trusted, stranger = host_with_key("trusted"), host_with_key("stranger")

@@ -1,9 +1,14 @@
-"""A hand-written adb host for tests that speak the transport protocol straight to a phone's
-adbd port (malformed packets, the AUTH steps), where the real adb server would not."""
+"""adb helpers for tests: a hand-written adb host that speaks the transport protocol straight to
+a phone's adbd port (malformed packets, the AUTH steps), where the real adb server would not, and
+host key pairs made by the adb binary."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+from pathlib import Path
+
+import adbutils
 
 from device_farm.virtual.packets import A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, HEADER, Packet
 
@@ -59,3 +64,10 @@ class RawAdb:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def keygen(path: Path) -> Path:
+    """A fresh adb key pair (`path`, `path`.pub) made by the adb binary; returns the .pub."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([adbutils.adb_path(), "keygen", str(path)], check=True, capture_output=True, timeout=60)
+    return path.with_name(path.name + ".pub")

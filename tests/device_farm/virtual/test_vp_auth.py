@@ -23,14 +23,7 @@ from device_farm.virtual.adb_auth import (
     load_keys,
 )
 from device_farm.virtual.packets import A_AUTH, A_CNXN, A_OKAY, A_OPEN, A_VERSION, Packet
-from tests.device_farm.virtual.raw_adb import RawAdb
-
-
-def keygen(path: Path) -> Path:
-    """A fresh adb key pair (`path`, `path`.pub) made by the adb binary; returns the .pub."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([adbutils.adb_path(), "keygen", str(path)], check=True, capture_output=True, timeout=60)
-    return path.with_name(path.name + ".pub")
+from tests.device_farm.virtual.raw_adb import RawAdb, keygen
 
 
 @pytest.fixture(scope="module")
