@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from planner_runtime.cli_common import answerer, console, err, fail, make_planner, print_child_step, print_step, print_summary, safety_gate
+from planner_runtime.cli_common import ExitCode, answerer, console, err, fail, make_planner, print_child_step, print_step, print_summary, safety_gate
 from planner_runtime.collect_cli import collect, devices, export_app, replay
 from planner_runtime.config import Settings, parse_host_port
 from planner_runtime.errors import PlannerRuntimeError
@@ -94,7 +94,7 @@ def run(
         from device_farm.errors import DeviceError
 
         if isinstance(exc, DeviceError):
-            raise fail(f"device: {exc}", 3) from exc
+            raise fail(f"device: {exc}", ExitCode.infra) from exc
         raise
     print_summary(traj)
     if as_json:

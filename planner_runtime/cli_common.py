@@ -4,6 +4,7 @@ the summary of an episode, and building a planner, a safety gate and an answerer
 from __future__ import annotations
 
 import json
+from enum import IntEnum
 from pathlib import Path
 
 import typer
@@ -15,7 +16,18 @@ console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 
-def fail(message: str, code: int = 2) -> typer.Exit:
+class ExitCode(IntEnum):
+    """What a ``planner-agent`` verb's exit status means; scripts branch on these (README)."""
+
+    ok = 0  # the job succeeded: the episode finished (and its verdict, if any, passed); a listing or export was written
+    failed = 1  # the job ran but did not succeed: a failed verdict (the agent's), or an episode the agent ended without success
+    usage = 2  # the user's mistake: a bad option, file, id or value; nothing was run
+    infra = 3  # a device, planner endpoint or other infrastructure fault; not the agent's failure
+    truncated = 4  # the episode hit its step, token or time limit before it finished
+    interrupted = 130  # Ctrl-C (as shells report SIGINT)
+
+
+def fail(message: str, code: int = ExitCode.usage) -> typer.Exit:
     err.print(f"[red]error:[/red] {message}")
     return typer.Exit(code)
 

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from planner_runtime.cli_common import console, err, fail, make_planner, print_step
+from planner_runtime.cli_common import ExitCode, console, err, fail, make_planner, print_step
 from planner_runtime.config import Settings, parse_host_port
 from planner_runtime.errors import PlannerRuntimeError
 
@@ -157,7 +157,7 @@ def devices(
         from device_farm.errors import DeviceError
 
         if isinstance(exc, DeviceError):
-            raise fail(f"device: {exc}", 3) from exc
+            raise fail(f"device: {exc}", ExitCode.infra) from exc
         raise
     if as_json:
         print(json.dumps(devices_json(rows, pool.source_errors, pool.sources), indent=2))
