@@ -34,3 +34,7 @@ class TaskSpecError(PlannerRuntimeError):
 
 class StoreError(PlannerRuntimeError):
     """The trajectory store could not be opened or written."""
+
+
+class StoreNotFound(StoreError):
+    """A store that must already exist (one being read) is not there."""

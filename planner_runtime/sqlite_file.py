@@ -16,7 +16,7 @@ from sqlalchemy import MetaData, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from planner_runtime.errors import StoreError
+from planner_runtime.errors import StoreError, StoreNotFound
 
 
 class SqliteFile:
@@ -26,11 +26,14 @@ class SqliteFile:
     what: ClassVar[str] = "store"  # for error messages
     mmap_bytes: ClassVar[int] = 0  # PRAGMA mmap_size: read this much of the file through a memory map
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
         self.path = Path(path)
+        self.create = create  # False: a missing file is an error (a mistyped --store is never made)
         self._engine: Engine | None = None
 
     def open(self) -> Self:
+        if not self.create and not self.path.is_file():
+            raise StoreNotFound(f"no {self.what} at {self.path}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(f"sqlite:///{self.path}")

@@ -114,3 +114,16 @@ def test_a_store_from_an_older_release_gains_new_columns(tmp_path):
         head = _header()
         store.begin(head)
         assert store.get(head.id).tools == ()
+
+
+def test_a_store_opened_for_reading_is_never_created(tmp_path):
+    from planner_runtime.errors import StoreNotFound
+
+    typo = tmp_path / "typo.sqlite"
+    with pytest.raises(StoreNotFound, match="no trajectory store at"):
+        TrajectoryStore(typo, create=False).open()
+    assert not typo.exists()
+    with TrajectoryStore(tmp_path / "s.sqlite"):
+        pass
+    with TrajectoryStore(tmp_path / "s.sqlite", create=False) as db:
+        assert db.path.exists()
