@@ -18,6 +18,8 @@ from planner_runtime.contract import (
     Usage,
     Verdict,
 )
+import pytest
+
 from planner_runtime.trajectories import TrajectoryStore
 
 
