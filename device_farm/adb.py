@@ -19,6 +19,7 @@ import adbutils
 
 from device_farm import DeviceInfo, ShellResult
 from device_farm.adbhost import AdbHost, host_query
+from device_farm.command_size import CHECK_ABOVE_CHARS, check_command
 from device_farm.errors import DeviceOffline, ShellCommandError, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
 from device_farm.u2rpc import HttpOverStream, JsonRpcClient
@@ -151,11 +152,15 @@ class AdbDevice:
     def shell(self, command: str | Sequence[str], *, timeout: float = 20.0) -> ShellResult:
         """Run a command through shell v2; an argv list is quoted, never spliced.
 
-        stdout and stderr are joined in ``output`` (as ``adb shell`` prints them).
+        stdout and stderr are joined in ``output`` (as ``adb shell`` prints them). A command
+        longer than a phone takes raises :class:`~device_farm.errors.CommandTooLong` (the
+        caller's error, not the device's) before anything is sent.
         """
         if self._dev is None:
             raise DeviceOffline(f"{self.serial}: not connected")
         text = command if isinstance(command, str) else shlex.join(command)
+        if len(text) > CHECK_ABOVE_CHARS:
+            check_command(command, text)
         out, err, code = self._host.shell(text, timeout)
         return ShellResult(command=text, output=(out + err).decode("utf-8", "replace"), exit_code=code)
 

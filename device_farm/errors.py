@@ -63,6 +63,15 @@ class ShellCommandError(DeviceError):
         super().__init__(f"{command!r} exited {exit_code}: {output.strip()[:300]}")
 
 
+class CommandTooLong(DeviceError):
+    """A shell command, or one argument of it, is larger than a phone takes. It was refused
+    before anything reached the device: the caller's input is at fault and the device is fine,
+    so the planner gets ``invalid_arguments`` with the message as its hint."""
+
+    code = "invalid_arguments"
+    infra = False
+
+
 class DeviceUnavailable(DeviceError):
     """No device matching the request could be leased in time (all held, quarantined or gone)."""
 

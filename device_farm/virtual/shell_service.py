@@ -7,12 +7,15 @@ v2 frames every message as `id u8, length u32le, data`: stdout 1, stderr 2, exit
 the device; stdin 0, close-stdin 4 and window-size 5 from the host (adb's shell_protocol.h).
 With `pty` the output is merged and NL becomes CRNL. An empty command reads command lines
 from stdin; with a pty its line discipline also echoes input, turns CR into NL and prompts.
+Without one it is a script (`adb shell < script`, and how hosts send commands too long for a
+service name): a newline inside quotes continues the command, as sh reads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,6 +30,8 @@ ID_STDIN, ID_STDOUT, ID_STDERR, ID_EXIT, ID_CLOSE_STDIN, ID_WINDOW = 0, 1, 2, 3,
 _V2_HEADER = struct.Struct("<BI")
 MAX_V2_PACKET = 1024 * 1024
 MAX_STDIN = 64 * 1024 * 1024
+_UNQUOTED_SPECIAL = re.compile(rb"['\"\\\n#]")
+_DOUBLE_QUOTED_SPECIAL = re.compile(rb'["\\]')
 logger = logging.getLogger(__name__)
 
 
@@ -97,7 +102,7 @@ class ShellService:
     async def serve(self, stream: AdbStream) -> None:
         channel = ShellChannel(stream, self._spec)
         if not self._spec.command.strip():
-            status = await self._interactive(channel, echo=self._spec.pty)
+            status = await (self._interactive(channel) if self._spec.pty else self._script(channel))
         elif not self._spec.pty and self._session.reads_stdin(self._spec.command):
             status = await self._run_with_input(channel, stream)
         else:
@@ -181,12 +186,30 @@ class ShellService:
     def _prompt(self) -> bytes:
         return f"{self._system.props.get('ro.product.device', 'generic')}:/ $ ".encode()
 
-    async def _interactive(self, channel: ShellChannel, echo: bool) -> int:
-        """Read command lines from stdin; with a pty, echo them and print prompts."""
-        async def send(data: bytes) -> None:
-            if echo:
-                await channel.send(data)
+    async def _script(self, channel: ShellChannel) -> int:
+        """Run the commands read from stdin, each once it is complete; a last one without its
+        newline runs at the end of the input."""
+        reader = ScriptReader()
+        status = 0
+        while True:
+            try:
+                data = await channel.read_input()
+            except StreamClosed:
+                return status
+            commands = reader.feed(data) if data else reader.finish()
+            if reader.pending > MAX_STDIN:
+                logger.warning("shell: closing the stream on a %d-byte unfinished command", reader.pending)
+                raise StreamClosed("command too large")
+            for text in commands:
+                status = await self._run_line(channel, text)
+                if self._session.exited:
+                    return status
+            if not data:
+                return status
 
+    async def _interactive(self, channel: ShellChannel) -> int:
+        """Read command lines from a pty: echo them and print prompts."""
+        send = channel.send
         await send(self._prompt())
         line = bytearray()
         status = 0
@@ -196,8 +219,6 @@ class ShellService:
             except StreamClosed:
                 return status
             if not data:
-                if line and not echo:  # a script's last line may lack its newline
-                    status = await self._run_line(channel, line.decode("utf-8", "replace"))
                 return status
             for byte in data:
                 if byte in (0x0D, 0x0A):
@@ -221,3 +242,67 @@ class ShellService:
                 elif byte >= 0x20 or byte == 0x09:
                     line.append(byte)
                     await send(bytes([byte]))
+
+
+class ScriptReader:
+    """Splits a shell script arriving in pieces into complete commands: a newline ends one only
+    outside quotes, a backslash escapes the next byte, a comment runs to the end of its line.
+    Each byte is scanned once, so a megabyte-long quoted argument costs a few regex jumps."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0  # how far the buffer has been scanned
+        self._quote = b""  # b"'" or b'"' while inside quotes
+
+    @property
+    def pending(self) -> int:
+        """Bytes of a command not complete yet."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[str]:
+        self._buf += data
+        commands: list[str] = []
+        buf = self._buf
+        while self._pos < len(buf):
+            if self._quote == b"'":
+                close = buf.find(b"'", self._pos)
+                if close < 0:
+                    self._pos = len(buf)
+                    break
+                self._pos, self._quote = close + 1, b""
+                continue
+            pattern = _DOUBLE_QUOTED_SPECIAL if self._quote else _UNQUOTED_SPECIAL
+            match = pattern.search(buf, self._pos)
+            if match is None:
+                self._pos = len(buf)
+                break
+            at, char = match.start(), buf[match.start() : match.start() + 1]
+            if char == b"\\":
+                if at + 1 >= len(buf):  # the escaped byte has not arrived yet
+                    self._pos = at
+                    break
+                self._pos = at + 2
+            elif char in (b"'", b'"'):
+                self._quote = b"" if self._quote else char
+                self._pos = at + 1
+            elif char == b"#":
+                starts_word = at == 0 or buf[at - 1 : at] in (b" ", b"\t", b"\n", b";", b"&", b"|")
+                end = buf.find(b"\n", at) if starts_word else at
+                if end < 0:
+                    self._pos = at  # the comment's end has not arrived yet
+                    break
+                self._pos = end if starts_word else at + 1
+            else:  # a newline outside quotes: one command is complete
+                commands.append(self._take(at))
+        return [c for c in commands if c]
+
+    def finish(self) -> list[str]:
+        """The input ended: what is left is the last command (a syntax error if a quote is open)."""
+        text = self._take(len(self._buf))
+        return [text] if text else []
+
+    def _take(self, end: int) -> str:
+        text = self._buf[:end].decode("utf-8", "replace").strip()
+        del self._buf[: end + 1]
+        self._pos = 0
+        return text

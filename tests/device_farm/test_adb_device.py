@@ -10,7 +10,7 @@ import pytest
 from device_farm.adb import AdbDevice, list_serials
 from device_farm.adbserver import AdbServer
 from device_farm.android import Intent, content_insert, content_query, foreground, launch_app, start_activity
-from device_farm.errors import AppNotInstalled, DeviceOffline, ElementNotFound
+from device_farm.errors import AppNotInstalled, CommandTooLong, DeviceOffline, ElementNotFound
 from device_farm.u2rpc import ui_selector
 from device_farm.virtual import VirtualPhone
 
@@ -30,6 +30,39 @@ def test_info_and_shell(device):
     res = device.shell(["echo", "it's a \"quoted\" $HOME"])
     assert res.ok and res.output.strip() == "it's a \"quoted\" $HOME"
     assert device.shell("no_such_command").exit_code == 127
+
+
+def _text(size: int) -> str:
+    line = "it's \"quoted\" $HOME `x` # not a comment; émoji 🎉\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+def test_commands_past_the_adb_request_limit_run_whole(device):
+    # 70 KiB is past the 65535 bytes a host request can announce; 10 x 96 KB is ~1 MiB.
+    text = _text(70 * 1024)
+    res = device.shell(["echo", text])
+    assert res.ok and res.output == text + "\n"
+    parts = ["a few words " * 8_000] * 10
+    res = device.shell(["echo", *parts])
+    assert res.ok and res.output == " ".join(parts) + "\n"
+    assert device.shell(["sh_no_such", text]).exit_code == 127  # the exit status still comes back
+    content_insert(device, ALARMS, {"hour": 7, "minutes": 0, "label": text.replace("\n", " ")})
+    rows = content_query(device, ALARMS, projection=["label"], where="hour=7 AND minutes=0")
+    assert rows[-1]["label"] == text.replace("\n", " ")
+    assert device.shell("echo ok").output == "ok\n"
+
+
+@pytest.mark.parametrize("command", [
+    ["echo", "x" * (1024 * 1024)],  # one argument of 1 MiB: past the kernel's 128 KiB
+    ["echo", *["y" * 100_000] * 11],  # 1.1 MiB in all
+    "echo " + "z" * (1024 * 1024 + 1),
+], ids=["1MiB-argument", "1.1MiB-command", "1MiB-string"])
+def test_a_command_longer_than_a_phone_takes_is_the_callers_error(virtual_phone, device, command):
+    with pytest.raises(CommandTooLong, match=r"KiB.*at most|limit") as caught:
+        device.shell(command)
+    assert not caught.value.infra and caught.value.code == "invalid_arguments"
+    assert device.shell("echo ok").output == "ok\n"  # the same device, the same connection setup
+    assert virtual_phone.serial in list_serials(virtual_phone.adb.host, virtual_phone.adb.port)
 
 
 def test_observe_launch_tap_back_home(device):
