@@ -22,7 +22,8 @@ from selenium.common import exceptions as wd
 
 from device_farm import DeviceInfo, ShellResult
 from device_farm.appium_xml import INPUT_CLASS, INPUT_KINDS, to_uiautomator_xml
-from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError, UiServerDown
+from device_farm.command_size import CHECK_ABOVE_CHARS, check_command
+from device_farm.errors import CommandTooLong, DeviceError, DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
 
 T = TypeVar("T")
@@ -35,6 +36,10 @@ _EXIT_MARK = "X4APPIUMEXIT:"
 _UI_SERVER_GONE = ("instrumentation process is not running", "Could not proxy command to the remote server",
                    "WebDriverAgent is not running")
 _EXIT_RE = re.compile(re.escape(_EXIT_MARK) + r"(\d+)\s*$")
+# ``mobile: shell`` runs ``adb shell`` on the Appium host, whose request to its adb server
+# announces its length in four hex digits: past 65535 bytes (less the service prefix and the
+# exit marker) it would desync that stream, and the driver offers no stdin to send more.
+_MAX_MOBILE_SHELL_BYTES = 0xFFFF - 256
 
 
 class DriverUnsupported(DeviceError):
@@ -176,9 +181,13 @@ class AppiumDevice:
 
         Needs the UiAutomator2 driver and a server started with ``--allow-insecure
         uiautomator2:adb_shell`` (or ``--relaxed-security``); otherwise raises DriverUnsupported.
-        The exit status is read from a marker echoed after the command, as adbutils does.
+        The exit status is read from a marker echoed after the command, as adbutils does. A
+        command over what ``adb shell`` can carry (64 KiB) or a phone takes raises
+        :class:`~device_farm.errors.CommandTooLong` before the server is asked.
         """
         text = command if isinstance(command, str) else shlex.join(command)
+        if len(text) > _MAX_MOBILE_SHELL_BYTES // 4:
+            self._check_size(command, text)
         args = {"command": f"{text}; echo {_EXIT_MARK}$?", "includeStderr": True, "timeout": int(timeout * 1000)}
         reply = self._call(f"shell {text!r}", lambda: self.driver.execute_script("mobile: shell", args))
         if isinstance(reply, dict):
@@ -190,6 +199,17 @@ class AppiumDevice:
         if match:
             out = out[: match.start()]
         return ShellResult(command=text, output=out + err, exit_code=code)
+
+    @staticmethod
+    def _check_size(command: str | Sequence[str], text: str) -> None:
+        if len(text) > CHECK_ABOVE_CHARS:
+            check_command(command, text)
+        size = len(text.encode())
+        if size > _MAX_MOBILE_SHELL_BYTES:
+            raise CommandTooLong(
+                f"the command is {size:,} bytes; Appium's mobile: shell carries at most "
+                f"{_MAX_MOBILE_SHELL_BYTES:,} ({_MAX_MOBILE_SHELL_BYTES // 1024} KiB): send less text in one call"
+            )
 
     def dump_hierarchy(self) -> str:
         """The page source in the uiautomator dump shape (UiAutomator2's own source as is)."""

@@ -13,7 +13,7 @@ import pytest
 
 from device_farm import Device
 from device_farm.appium import AppiumDevice, DriverUnsupported
-from device_farm.errors import DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError
+from device_farm.errors import CommandTooLong, DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError
 from device_farm.u2rpc import ui_selector
 
 
@@ -88,6 +88,15 @@ def test_commands_the_driver_lacks_raise_driver_unsupported(appium_device: Appiu
         appium_device.press("back")
     with pytest.raises(DriverUnsupported, match="unknown key"):
         appium_device.press("warp")
+
+
+def test_a_command_longer_than_mobile_shell_carries_is_the_callers_error(appium_device: AppiumDevice) -> None:
+    for command, hint in ((["echo", "x" * 70_000], "mobile: shell carries"), (["echo", "y" * 200_000], "one value")):
+        with pytest.raises(CommandTooLong, match=hint) as caught:
+            appium_device.shell(command)
+        assert caught.value.code == "invalid_arguments" and not caught.value.infra
+    with pytest.raises(DriverUnsupported):  # the session is untouched: short commands still reach it
+        appium_device.shell("echo hi")
 
 
 def test_screenshot_is_a_png(appium_device: AppiumDevice) -> None:
