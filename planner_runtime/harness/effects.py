@@ -249,7 +249,7 @@ def _one_command(argv: list[str]) -> Effect | None:
         return Effect(Sensitivity.security, "change an app's permission")
     if name == "pm" and verb in ("uninstall", "clear"):
         return Effect(Sensitivity.delete, f"{verb} an app's data" if verb == "clear" else "uninstall an app")
-    if name in ("pm", "cmd") and verb == "install" or name == "cmd" and rest[:2] == ["package", "install"]:
+    if (name == "pm" and verb == "install") or (name == "cmd" and rest[:2] == ["package", "install"]):
         return Effect(Sensitivity.install, "install an app")
     if name == "cmd" and verb == "location":
         return Effect(Sensitivity.security, "turn location on or off")
