@@ -1,19 +1,21 @@
 """The safety gate: sensitive actions run only when the user confirms or a policy allows them.
 
-Tools declare a sensitivity category (send, call, pay, purchase, delete, share, install,
-security). Before such a tool runs, the gate asks the ``confirm`` callback when one is given (the
-y/n prompt of ``planner-agent run``) and otherwise applies the policy, which denies by default.
-The decision depends only on the tool and its arguments, never on text from the screen,
-notifications or messages — so planted instructions cannot unlock anything.
+Sensitivity comes in categories (send, call, pay, purchase, delete, share, install, security).
+Tools declare the category of what they do, and every effect a tool has on the phone — a tap,
+a key press, an intent, a shell command — is judged by :mod:`planner_runtime.harness.effects`
+before it happens, so a tap on the Location switch meets the same gate as ``set_location``.
+The gate asks the ``confirm`` callback when one is given (the y/n prompt of ``planner-agent
+run``) and otherwise applies the policy, which denies by default. The decision depends only on
+the effect, the tool and its arguments, never on text from the screen, notifications or
+messages — so planted instructions cannot unlock anything.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -41,36 +43,35 @@ class Policy(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Policy:
+        """The policy in a YAML file: ``allow: [send, call]`` and/or ``allow_tools: [tap]``.
+        Anything else is a :class:`ConfigError` of one line naming the file and the field."""
         try:
-            return cls.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: {exc}") from exc
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping with 'allow' and/or 'allow_tools', got a {_yaml_kind(data)}")
+        for key in ("allow", "allow_tools"):
+            if key in data and not isinstance(data[key], list):
+                raise ConfigError(f"{path}: {key}: expected a list, got a {_yaml_kind(data[key])}")
+        unknown = [c for c in data.get("allow", []) if c not in Sensitivity.__members__.values()]
+        if unknown:
+            known = ", ".join(c.value for c in Sensitivity)
+            raise ConfigError(f"{path}: allow: unknown category {unknown[0]!r} (known: {known})")
+        try:
+            return cls.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise ConfigError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+            raise ConfigError(f"{path}: {'.'.join(str(p) for p in err['loc']) or 'policy'}: {err['msg']}") from exc
 
     def allows(self, tool: str, category: Sensitivity) -> bool:
         return category in self.allow or tool in self.allow_tools
 
 
-# What a button's label says it does, for taps the planner makes itself: the gate must not be
-# bypassed by opening an app and pressing its Send or Pay button by hand. Checked in order.
-_BUTTON_LABELS: tuple[tuple[Sensitivity, re.Pattern[str]], ...] = (
-    (Sensitivity.pay, re.compile(r"\b(pay|send money|transfer|send now)\b")),
-    (Sensitivity.purchase, re.compile(r"\b(buy now|place (your )?order|purchase|checkout|check out|complete booking|reserve|book now|confirm booking)\b")),
-    (Sensitivity.send, re.compile(r"\b(send|send sms|send message|forward|share)\b")),
-    (Sensitivity.call, re.compile(r"\b(call|dial|start call|voice call)\b(?! log| history)|dial_button|call_button")),
-    (Sensitivity.delete, re.compile(r"\b(delete|remove|erase|clear data|uninstall)\b")),
-    (Sensitivity.install, re.compile(r"\b(install)\b")),
-)
-
-
-def button_sensitivity(label: str, resource_id: str = "") -> Sensitivity | None:
-    """The sensitive action a button performs, judged from its label and resource-id. Only short
-    labels count: a message or list row that merely mentions "send" is content, not a button."""
-    short = label if len(label) <= 24 and len(label.split()) <= 3 else ""
-    text = f"{short} {resource_id.rpartition('/')[2].replace('_', ' ')} {resource_id}".lower()
-    return next((category for category, pattern in _BUTTON_LABELS if pattern.search(text)), None)
+def _yaml_kind(value: Any) -> str:
+    return {list: "list", dict: "mapping", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), type(value).__name__)
 
 
 Confirm = Callable[[str, Sensitivity, dict[str, Any]], bool]
@@ -82,13 +83,24 @@ class Decision:
     reason: str
 
 
+class GateRecord(NamedTuple):
+    """One decision, for the record: who asked, for what category and effect, and the outcome."""
+
+    tool: str
+    category: Sensitivity
+    allowed: bool
+    reason: str
+    effect: str = ""  # what would have happened: the tool itself, or the tap/intent/command it made
+
+
 @dataclass
 class SafetyGate:
     policy: Policy = field(default_factory=Policy)
     confirm: Confirm | None = None
-    log: list[tuple[str, Sensitivity, bool, str]] = field(default_factory=list)  # every decision, for the record
+    log: list[GateRecord] = field(default_factory=list)  # every decision, for the record
 
-    def decide(self, tool: str, category: Sensitivity, arguments: dict[str, Any]) -> Decision:
+    def decide(self, tool: str, category: Sensitivity, arguments: dict[str, Any], effect: str = "") -> Decision:
+        """Whether ``tool`` may have an effect of ``category`` (described by ``effect``) now."""
         if self.policy.allows(tool, category):
             decision = Decision(True, "allowed by policy")
         elif self.confirm is not None:
@@ -96,5 +108,5 @@ class SafetyGate:
             decision = Decision(ok, "confirmed by the user" if ok else "the user declined")
         else:
             decision = Decision(False, f"{category.value} actions need the user's confirmation and the policy does not allow them")
-        self.log.append((tool, category, decision.allowed, decision.reason))
+        self.log.append(GateRecord(tool, category, decision.allowed, decision.reason, effect or tool))
         return decision

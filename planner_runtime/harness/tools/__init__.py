@@ -5,6 +5,10 @@ returns a :class:`ToolResult` or raises :class:`ToolFailure` for a mistake the p
 :meth:`ToolSet.execute` turns every outcome — unknown tool, bad arguments, a missing element,
 an app that is not installed — into :class:`~planner_runtime.contract.Feedback`. Only faults of
 the device itself (``DeviceError.infra``) propagate, so the episode loop can end as infra.
+
+It is also the one funnel of the safety gate: a tool's declared ``sensitive`` category is
+decided before it runs, and every effect it then has on the phone is judged as the tool's doing
+(:mod:`planner_runtime.harness.tools.guard`), whichever route it takes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from device_farm.hierarchy import Screen, diff_screens, parse_hierarchy
 from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, Observation, ToolCall, ToolError, ToolSpec
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import SafetyGate, Sensitivity
+from planner_runtime.harness.tools.guard import GuardedDevice
 
 
 class ToolArgs(BaseModel):
@@ -69,6 +74,12 @@ class ToolContext:
     screen_chars: int = 3000
     _installed: set[str] | None = field(default=None, repr=False)
     _shown: Screen | None = field(default=None, repr=False)  # the last screen put in front of the planner
+
+    def __post_init__(self) -> None:
+        # tools act through the guard; a context made from another one's device (a sub-agent's)
+        # gets its own guard over the same phone
+        inner = self.device.inner if isinstance(self.device, GuardedDevice) else self.device
+        self.device = GuardedDevice(inner, self)
 
     def observe(self) -> Screen:
         self.screen = parse_hierarchy(self.device.dump_hierarchy())
@@ -165,8 +176,9 @@ class ToolSet:
             args = tool.Args.model_validate(call.arguments)
         except ValidationError as exc:
             return Feedback.fail(call.call_id, ErrorCode.invalid_arguments, _validation_hint(exc))
+        arguments = args.model_dump()
         if tool.sensitive is not None:
-            decision = ctx.gate.decide(tool.name, tool.sensitive, args.model_dump())
+            decision = ctx.gate.decide(tool.name, tool.sensitive, arguments, f"{tool.name} ({tool.sensitive.value})")
             if not decision.allowed:
                 return Feedback(
                     call_id=call.call_id,
@@ -176,8 +188,12 @@ class ToolSet:
             note = decision.reason  # recorded, so checks like "asked before paying" can see it
         else:
             note = ""
+        if not isinstance(ctx.device, GuardedDevice):  # a device swapped in after the context was made
+            ctx.device = GuardedDevice(ctx.device, ctx)
+        guard = ctx.device
         try:
-            outcome = tool.run(ctx, args)
+            with guard.acting_as(tool.name, arguments, tool.sensitive):
+                outcome = tool.run(ctx, args)
             observation = ctx.observation() if outcome.observe else None
             if observation is not None and outcome.screenshot is not None:
                 observation = observation.model_copy(update={"screenshot": outcome.screenshot})

@@ -3,7 +3,9 @@
 Each step is a call to one of the episode's tools (arguments filled from the parameters; an
 ``element`` given as a reference is found on the current screen) or a check that an element is
 on screen now. The first failing step ends the composite with that step's error code and a hint
-naming the step, so the planner can take over by hand from there.
+naming the step, so the planner can take over by hand from there. Steps run through the same
+:meth:`ToolSet.execute` as the planner's own calls, so each sensitive step meets the safety gate
+as the step's tool; a step the gate stops makes the whole composite ``blocked``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import Field, create_model
 from device_farm.hierarchy import Element, Screen
 from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
 from planner_runtime.harness.skills import ElementRef, Skill
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult, ToolSet
+from planner_runtime.harness.tools import Blocked, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult, ToolSet
 
 _TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool}
 
@@ -83,6 +85,8 @@ class CompositeTool(Tool):
             if feedback.status is not FeedbackStatus.ok:
                 code = feedback.error.code if feedback.error else ErrorCode.action_failed
                 hint = feedback.error.hint if feedback.error else feedback.status.value
+                if feedback.status is FeedbackStatus.blocked:
+                    raise Blocked(f"step {number} ({step.tool}) was stopped by the safety gate: {hint}; after: {done}")
                 raise ToolFailure(code, f"step {number} ({step.tool}) failed: {hint}; after: {done}")
             done.append(f"{step.tool} {arguments}")
         return ToolResult(result={"skill": self.skill.name, "steps": done}, observe=True)

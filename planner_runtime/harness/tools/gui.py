@@ -1,7 +1,9 @@
 """GUI tools: read the screen and act on its elements by id, like a person looking at it.
 
 Element ids come from the last :class:`~device_farm.hierarchy.Screen` the planner was shown;
-acting on an id that is not on that screen is a planner mistake answered with feedback.
+acting on an id that is not on that screen is a planner mistake answered with feedback. What a
+tap or an Enter would do (send, pay, turn location off...) is judged by the safety gate on the
+device the tools act through, as for every other tool.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from device_farm.hierarchy import Element, Screen
 from device_farm.u2rpc import ui_selector
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import APPS, resolve_package
-from planner_runtime.harness.safety import button_sensitivity
-from planner_runtime.harness.tools import Blocked, NoArgs, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools import NoArgs, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 
 
 def element_on_screen(ctx: ToolContext, element_id: int) -> Element:
@@ -89,11 +90,6 @@ class Tap(Tool):
 
     def run(self, ctx: ToolContext, args: TapArgs) -> ToolResult:
         element = element_on_screen(ctx, args.element)
-        category = button_sensitivity(element.text or element.description, element.resource_id)
-        if category is not None:  # pressing Send or Pay by hand goes through the same gate as send_message
-            decision = ctx.gate.decide(self.name, category, {"element": element.describe()})
-            if not decision.allowed:
-                raise Blocked(f"tapping [{element.id}] would {category.value}; not done: {decision.reason}")
         ctx.device.click(*element.bounds.center)
         ctx.observe()
         return ToolResult(result={"tapped": element.describe()}, observe=True)
@@ -102,11 +98,12 @@ class Tap(Tool):
 class TypeTextArgs(ToolArgs):
     element: int = Field(ge=0, description="Id of a text field on the current screen")
     text: str = Field(description="The text to enter; it replaces what the field holds")
+    submit: bool = Field(default=False, description="Press Enter afterwards, as the keyboard's action key (search, go, send)")
 
 
 class TypeText(Tool):
     name = "type_text"
-    description = "Type text into a text field of the current screen."
+    description = "Type text into a text field of the current screen; submit presses Enter after it."
     Args = TypeTextArgs
 
     def run(self, ctx: ToolContext, args: TypeTextArgs) -> ToolResult:
@@ -116,7 +113,10 @@ class TypeText(Tool):
             raise ToolFailure(ErrorCode.invalid_arguments, f"element [{element.id}] is a {element.role}, not a text field")
         ctx.device.set_text(selector_for(screen, element), args.text)
         ctx.observe()
-        return ToolResult(result={"typed": args.text}, observe=True)
+        if args.submit:
+            ctx.device.press("enter")
+            ctx.observe()
+        return ToolResult(result={"typed": args.text, "submitted": args.submit}, observe=True)
 
 
 class _KeyTool(Tool):

@@ -109,5 +109,5 @@ def test_the_child_is_held_by_the_same_safety_gate(device, device_ref, store):
     child = store.get(store.children(traj.id)[0])
     assert child.steps[0].feedback.status is FeedbackStatus.blocked
     assert child.steps[0].feedback.error.code is ErrorCode.unsafe_action
-    assert ("delete_contact", False) in [(tool, allowed) for tool, _, allowed, _ in gate.log]
+    assert ("delete_contact", False) in [(record.tool, record.allowed) for record in gate.log]
     assert traj.verdict.checks[1].passed  # Grace Hopper is still there
