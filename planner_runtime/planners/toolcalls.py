@@ -161,15 +161,20 @@ def check_name(name: Any) -> ToolError | None:
     return None
 
 
-def read_arguments(name: str, args: Any) -> tuple[dict[str, Any] | None, ToolError | None]:
-    """A call's ``arguments`` as written (an object, or an object encoded as a JSON string)."""
+def read_arguments(name: str, args: Any, *, encoded: bool = True) -> tuple[dict[str, Any] | None, ToolError | None]:
+    """A call's ``arguments`` as written: an object, or an object encoded as a JSON string.
+
+    ``encoded``: a string is the arguments' encoding (the API's ``function.arguments``), so one
+    that is not JSON is malformed; otherwise (a string inside a model's ``<tool_call>``) it may
+    be double-encoded, and one that is not JSON is a string where an object belongs."""
     if isinstance(args, str):
         if len(args) > MAX_OUTPUT_CHARS:
             return None, ToolError(code=ErrorCode.malformed_output, hint=f"arguments of {name} are {len(args)} characters, over the {MAX_OUTPUT_CHARS} limit")
         try:
-            args = loads(args) if args.strip() else {}
+            args = loads(args) if args.strip() or not encoded else {}
         except UnreadableJson as exc:
-            return None, ToolError(code=ErrorCode.malformed_output, hint=f"arguments of {name} are {exc}")
+            if encoded or isinstance(exc, NestedTooDeep):
+                return None, ToolError(code=ErrorCode.malformed_output, hint=f"arguments of {name} are {exc}")
     if not isinstance(args, dict):
         return None, ToolError(code=ErrorCode.invalid_arguments, hint=f'arguments of {name} must be a JSON object, e.g. {{"element": 3}}')
     error = check_value(args)
@@ -206,7 +211,7 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[ToolError]]:
             continue
         error = check_name(obj.get("name") if isinstance(obj, dict) else None)
         if error is None:
-            args, error = read_arguments(obj["name"], obj.get("arguments", {}))
+            args, error = read_arguments(obj["name"], obj.get("arguments", {}), encoded=False)
         if error is not None:
             errors.append(error)
             continue
