@@ -41,10 +41,12 @@ from planner_runtime.contract import (
 )
 from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.planners import Planner, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
-from planner_runtime.planners.toolcalls import guard_output
+from planner_runtime.planners.toolcalls import clean_text, guard_output
 from planner_runtime.trajectories import TrajectoryStore
 
 log = logging.getLogger(__name__)
+
+REJECTED_ECHO_CHARS = 2000  # of an output that held no call, what the next turn's history shows
 
 SYSTEM_PROMPT = (
     "You are an assistant that operates the user's Android phone through tools. "
@@ -227,8 +229,11 @@ class Episode:
                     log.warning("trajectory %s ends as infra_error: the planner timed out %d turns in a row", self.trajectory_id, timeouts)
                     return TrajectoryStatus.infra_error, None
                 continue  # the model never answered: ask again with the same messages
+            # Output that held no call is kept in full in the step; the model's next input gets
+            # its start, so a runaway reply cannot push every later prompt past the context.
+            said = out.text if out.tool_calls else clean_text(out.text, REJECTED_ECHO_CHARS)
             messages = messages + [
-                Message(role=Role.assistant, content=out.text),
+                Message(role=Role.assistant, content=said),
                 Message(role=Role.tool, content=feedback_text(feedback), tool_call_id=feedback.call_id),
             ]
             if call is not None and feedback.status is FeedbackStatus.ok and self.tools[call.name].terminal:

@@ -72,6 +72,7 @@ def test_hostile_answers_become_feedback_and_the_task_still_succeeds(device, dev
     assert [s.feedback for s in again.steps] == [s.feedback for s in traj.steps] and again.verdict.success
     # Every request the client made afterwards was JSON any server accepts: nothing hostile echoed.
     assert len(requests) == len(HOSTILE) + 2
+    assert max(len(body) for body in requests) < 200_000  # no megabyte reply sent back in a later prompt
     for body in requests:
         _strict(body)
 
