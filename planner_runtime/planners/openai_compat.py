@@ -157,7 +157,7 @@ class OpenAIPlanner:
                         raise PlannerError(message)
                     fault = message
             except httpx.ConnectTimeout as exc:
-                fault = f"{self.base_url}: could not connect ({exc or 'connect timeout'})"
+                fault = f"{self.base_url}: could not connect ({str(exc) or 'connect timeout'})"
             except httpx.TimeoutException as exc:  # connected, asked, and heard nothing back in time
                 raise PlannerTimeout(f"{self.base_url} gave no answer within {self.timeout:g} s") from exc
             except _RETRY_ERRORS as exc:

@@ -236,3 +236,28 @@ def test_planner_urls_pick_the_openai_backend():
 def test_a_nonsense_timeout_is_a_config_error_naming_it(timeout):
     with pytest.raises(ConfigError, match="timeout must be a number of seconds > 0"):
         planners.create("openai://127.0.0.1:8000/tiny", timeout=timeout)
+
+
+@pytest.mark.parametrize("fault, raised", [
+    (httpx.ConnectTimeout("connect timed out"), PlannerUnavailable),  # never got through: down
+    (httpx.ConnectError("[Errno -2] Name or service not known"), PlannerUnavailable),
+    (httpx.ReadError("[Errno 104] Connection reset by peer"), PlannerUnavailable),
+    (httpx.ReadTimeout("read timed out"), PlannerTimeout),  # took the request, said nothing in time
+])
+def test_transport_faults_are_unavailable_or_timeout(fault, raised):
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise fault
+
+    client = OpenAIPlanner("http://fake/v1", "m", max_retries=1, backoff_s=0.01, transport=httpx.MockTransport(handler))
+    with pytest.raises(raised) as info:
+        client.plan(CHAT, [ALARM])
+    assert type(info.value) is raised
+    if raised is PlannerUnavailable:  # retried, then reported with what went wrong
+        assert str(fault) in str(info.value) and client.last_attempts == 2
+
+
+def test_a_runaway_answer_is_cut_off_and_is_malformed_output_not_memory():
+    huge = b'{"choices": [{"message": {"content": "' + b"x" * (9 * 1024 * 1024) + b'"}}]}'
+    client = OpenAIPlanner("http://fake/v1", "m", transport=httpx.MockTransport(lambda r: httpx.Response(200, content=huge)))
+    out = client.plan(CHAT, [ALARM])
+    assert out.tool_calls == () and out.errors[0].code is ErrorCode.malformed_output and "bytes" in out.errors[0].hint

@@ -14,7 +14,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, Source, TrajectoryStatus
 from planner_runtime.planners.openai_answer import read_answer
 from planner_runtime.planners.openai_compat import OpenAIPlanner
 from planner_runtime.runner import run_goal
