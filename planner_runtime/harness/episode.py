@@ -2,15 +2,20 @@
 
 Every turn becomes a :class:`~planner_runtime.contract.Step` committed to the store as it ends;
 output with no parsable call, several calls, unknown tools and bad arguments all become error
-feedback and the episode goes on. A device fault is met by waiting, observing the screen again
-and retrying the call once; a second fault ends the episode as ``infra_error`` with the
-trajectory kept. Step, token and wall-time limits end it as ``truncated``. The trajectory is
-closed in ``finally`` whatever happens.
+feedback and the episode goes on — so does output no store could hold (JSON nested past reading,
+``NaN``, lone surrogates, a megabyte of text), which every planner's output is held to by
+:func:`~planner_runtime.planners.toolcalls.guard_output` before anything reads it. A device fault
+is met by waiting, observing the screen again and retrying the call once; a second fault ends
+the episode as ``infra_error`` with the trajectory kept. A planner that cannot be reached ends it
+as ``infra_error`` too, with no step for the turn that got no answer; one that times out is asked
+again, and timing out on consecutive turns is taken as a server that is down. Step, token and
+wall-time limits end it as ``truncated``. The trajectory is closed in ``finally`` whatever happens.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -35,8 +40,13 @@ from planner_runtime.contract import (
     new_id,
 )
 from planner_runtime.harness.tools import ToolContext, ToolSet
-from planner_runtime.planners import Planner, PlannerOutput, PlannerTimeout, Sampling
+from planner_runtime.planners import Planner, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
+from planner_runtime.planners.toolcalls import clean_text, guard_output
 from planner_runtime.trajectories import TrajectoryStore
+
+log = logging.getLogger(__name__)
+
+REJECTED_ECHO_CHARS = 2000  # of an output that held no call, what the next turn's history shows
 
 SYSTEM_PROMPT = (
     "You are an assistant that operates the user's Android phone through tools. "
@@ -54,6 +64,7 @@ class EpisodeLimits:
     max_repeats: int = 2  # the same call on the same screen runs at most this many times in a row
     max_tokens: int | None = None  # prompt + completion tokens over all turns; None: no limit
     retry_wait: float = 1.0  # seconds to wait after a transient device fault before the one retry
+    planner_timeouts: int = 2  # consecutive turns the planner gives no answer before the episode is infra
 
 
 @dataclass
@@ -161,6 +172,9 @@ class Episode:
             if not exc.infra:
                 raise
             status = TrajectoryStatus.infra_error
+        except PlannerUnavailable as exc:  # the endpoint, not the model: nothing here is the planner's score
+            log.warning("trajectory %s ends as infra_error: %s", self.trajectory_id, exc)
+            status = TrajectoryStatus.infra_error
         finally:
             self.store.end(self.trajectory_id, status, answer=answer, usage=self._usage)
         return self.store.get(self.trajectory_id)
@@ -168,6 +182,7 @@ class Episode:
     def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
         started = time.monotonic()
         messages = list(self.history) or self._first_messages()
+        timeouts = 0
         for index in range(len(self.prefix), self.limits.max_steps):
             if time.monotonic() - started > self.limits.max_seconds:
                 break
@@ -177,8 +192,11 @@ class Episode:
             t0 = time.perf_counter()
             try:
                 out = self.planner.plan(messages, specs, sampling=self.sampling)
-            except PlannerTimeout as exc:  # a slow or dead planner server: a step with timeout feedback
+                timeouts = 0
+            except PlannerTimeout as exc:  # a slow or hung planner server: a step with timeout feedback
                 out = PlannerOutput(text="", errors=(ToolError(code=ErrorCode.timeout, hint=str(exc)[:300]),))
+                timeouts += 1
+            out = guard_output(out)
             t1 = time.perf_counter()
             infra: DeviceError | None = None
             try:
@@ -206,10 +224,16 @@ class Episode:
                 self.on_step(step)
             if infra is not None:
                 return TrajectoryStatus.infra_error, None
-            if out.errors and out.errors[0].code is ErrorCode.timeout and not out.text:
+            if timeouts:
+                if timeouts >= self.limits.planner_timeouts:
+                    log.warning("trajectory %s ends as infra_error: the planner timed out %d turns in a row", self.trajectory_id, timeouts)
+                    return TrajectoryStatus.infra_error, None
                 continue  # the model never answered: ask again with the same messages
+            # Output that held no call is kept in full in the step; the model's next input gets
+            # its start, so a runaway reply cannot push every later prompt past the context.
+            said = out.text if out.tool_calls else clean_text(out.text, REJECTED_ECHO_CHARS)
             messages = messages + [
-                Message(role=Role.assistant, content=out.text),
+                Message(role=Role.assistant, content=said),
                 Message(role=Role.tool, content=feedback_text(feedback), tool_call_id=feedback.call_id),
             ]
             if call is not None and feedback.status is FeedbackStatus.ok and self.tools[call.name].terminal:

@@ -39,10 +39,19 @@ class PlannerOutput(Record):
 
 
 class PlannerTimeout(PlannerError):
-    """The planner's backend gave no answer in time (a slow or dead server).
+    """The planner's backend took a request but gave no answer in time (a slow or hung server).
 
     Not the model's mistake and not a bug: the episode loop records the step with ``timeout``
-    feedback and goes on within its limits instead of hanging or crashing.
+    feedback and asks again; timeouts on consecutive turns end the episode as ``infra_error``.
+    """
+
+
+class PlannerUnavailable(PlannerError):
+    """The planner's backend cannot be reached or keeps failing: connection refused, a name that
+    does not resolve, a reset connection, 5xx answers after the retries, a body that is not JSON.
+
+    An infra fault, never the model's mistake: the episode ends as ``infra_error`` with no step
+    recorded for the turn that got no answer, so a collection retries the item.
     """
 
 

@@ -6,20 +6,24 @@ assistant message with ``tool_calls`` whose ids are those of the tool results th
 a turn that cannot be mapped that way (no call, or a call count that does not match its results)
 is sent as text with its results as ``<tool_response>`` user turns, as the chat template renders
 them. The answer's ``tool_calls`` — or ``<tool_call>`` text for servers without a tool parser —
-become a :class:`~planner_runtime.planners.PlannerOutput`; malformed arguments become
-:class:`~planner_runtime.contract.ToolError` s, never exceptions (see :mod:`planner_runtime.serving.wire`).
+become a :class:`~planner_runtime.planners.PlannerOutput` (see :mod:`.openai_answer`): whatever
+the model wrote, however hostile, becomes :class:`~planner_runtime.contract.ToolError` s, never
+exceptions.
 
 Failures of the server are ours to handle: 429 and 5xx answers and connection errors are retried
 with exponential backoff and jitter (``Retry-After`` honoured), all within one deadline of
-``timeout`` seconds per step; a step that gets no answer in time raises
-:class:`~planner_runtime.planners.PlannerTimeout`, which the episode loop records as ``timeout``
-feedback. Other 4xx answers raise :class:`~planner_runtime.errors.PlannerError` with the status
-and the server's message: they are configuration faults that retrying cannot mend.
+``timeout`` seconds per step. A server that cannot be reached or keeps failing raises
+:class:`~planner_runtime.planners.PlannerUnavailable` (the episode ends as ``infra_error``); one
+that takes the request and gives no answer in time raises
+:class:`~planner_runtime.planners.PlannerTimeout` (a ``timeout`` step). Other 4xx answers raise
+:class:`~planner_runtime.errors.PlannerError` with the status and the server's message: they are
+configuration faults that retrying cannot mend.
 """
 
 from __future__ import annotations
 
 import email.utils
+import math
 import random
 import time
 from typing import Any, Sequence
@@ -29,11 +33,16 @@ import httpx
 
 from planner_runtime.contract import Message, ToolSpec
 from planner_runtime.errors import ConfigError, PlannerError
-from planner_runtime.planners import PlannerOutput, PlannerTimeout, Sampling
-from planner_runtime.serving.wire import completion_to_output, messages_to_openai, tools_to_openai
+from planner_runtime.planners import PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
+from planner_runtime.planners.openai_answer import read_body
+from planner_runtime.planners.toolcalls import UnreadableJson, clean_text, loads
+from planner_runtime.serving.wire import messages_to_openai, tools_to_openai
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
-_RETRY_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+# Refused, unresolvable, reset or cut off: the endpoint is down or the network between is.
+_RETRY_ERRORS = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.DecodingError)
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a 2xx answer past this is cut off and read as a runaway reply
+_ERROR_BODY_BYTES = 64 * 1024
 
 
 class OpenAIPlanner:
@@ -61,8 +70,10 @@ class OpenAIPlanner:
         extra_body: dict[str, Any] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if timeout <= 0 or max_retries < 0:
-            raise ConfigError("openai planner: timeout must be > 0 and max_retries >= 0")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
+            raise ConfigError(f"openai planner: timeout must be a number of seconds > 0, not {timeout!r}")
+        if max_retries < 0:
+            raise ConfigError(f"openai planner: max_retries must be >= 0, not {max_retries!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
@@ -120,42 +131,45 @@ class OpenAIPlanner:
     ) -> PlannerOutput:
         sampling = sampling or Sampling(max_new_tokens=self.max_new_tokens)
         started = time.perf_counter()
-        payload = self._post("/chat/completions", self.request_body(messages, tools, sampling))
-        out = completion_to_output(payload)
+        raw = self._post("/chat/completions", self.request_body(messages, tools, sampling))
+        out = read_body(raw, limit=MAX_BODY_BYTES, server=self.base_url)
         return out.model_copy(update={"timings": {**out.timings, "request_s": time.perf_counter() - started}})
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
+    def _post(self, path: str, body: dict[str, Any]) -> bytes:
+        """The body of a 2xx answer (at most ``MAX_BODY_BYTES`` + 1 bytes of it)."""
         deadline = time.monotonic() + self.timeout
         self.last_attempts = 0
+        fault = ""  # why the last attempt failed, when it failed in a way a retry may mend
         for attempt in range(self.max_retries + 1):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             self.last_attempts += 1
-            wait: float | None = None
+            last = attempt == self.max_retries
+            retry_after: str | None = None
             try:
-                response = self._http().post(path, json=body, timeout=left)
-            except httpx.TimeoutException as exc:
-                if isinstance(exc, httpx.ConnectTimeout) and attempt < self.max_retries:
-                    wait = self._backoff(attempt, None)
-                else:
-                    raise PlannerTimeout(f"{self.base_url} gave no answer within {self.timeout:g} s") from exc
+                with self._http().stream("POST", path, json=body, timeout=left) as response:
+                    if response.status_code < 400:
+                        return _read_capped(response, MAX_BODY_BYTES)
+                    message = f"{self.base_url}{path}: HTTP {response.status_code}: {_server_message(response)}"
+                    retry_after = response.headers.get("retry-after")
+                    if response.status_code not in RETRY_STATUSES:
+                        raise PlannerError(message)
+                    fault = message
+            except httpx.ConnectTimeout as exc:
+                fault = f"{self.base_url}: could not connect ({str(exc) or 'connect timeout'})"
+            except httpx.TimeoutException as exc:  # connected, asked, and heard nothing back in time
+                raise PlannerTimeout(f"{self.base_url} gave no answer within {self.timeout:g} s") from exc
             except _RETRY_ERRORS as exc:
-                if attempt == self.max_retries:
-                    raise PlannerTimeout(f"{self.base_url} is unreachable after {attempt + 1} attempts: {exc}") from exc
-                wait = self._backoff(attempt, None)
-            else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise PlannerError(f"{self.base_url}: the answer is not JSON: {response.text[:200]!r}") from exc
-                if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
-                    raise PlannerError(f"{self.base_url}{path}: HTTP {response.status_code}: {_server_message(response)}")
-                wait = self._backoff(attempt, response.headers.get("retry-after"))
+                fault = f"{self.base_url} is unreachable: {type(exc).__name__}: {exc}"
+            if last:
+                raise PlannerUnavailable(f"{fault} (after {attempt + 1} attempts)")
+            wait = self._backoff(attempt, retry_after)
             if time.monotonic() + wait >= deadline:
                 break
             time.sleep(wait)
+        if fault:
+            raise PlannerUnavailable(f"{fault} (still failing after {self.last_attempts} attempts in {self.timeout:g} s)")
         raise PlannerTimeout(f"{self.base_url} gave no usable answer within {self.timeout:g} s ({self.last_attempts} attempts)")
 
     def _backoff(self, attempt: int, retry_after: str | None) -> float:
@@ -180,18 +194,30 @@ def _retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes of the body: enough to tell it is over, never a hostile gigabyte."""
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            break
+    return b"".join(chunks)[: limit + 1]
+
+
 def _server_message(response: httpx.Response) -> str:
     """The error message an OpenAI-style server put in its body, else the start of the body."""
+    text = _read_capped(response, _ERROR_BODY_BYTES).decode("utf-8", errors="replace")
     try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300] or response.reason_phrase
+        body = loads(text)
+    except UnreadableJson:
+        return clean_text(text[:300]) or response.reason_phrase
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
+            return clean_text(err["message"], 300)
         if isinstance(err, str):
-            return err
+            return clean_text(err, 300)
         if isinstance(body.get("detail"), str):
-            return body["detail"]
-    return str(body)[:300]
+            return clean_text(body["detail"], 300)
+    return clean_text(str(body)[:300])
