@@ -3,7 +3,8 @@
 A task is declarations, never a recorded click path: parameters fill the goal template, setup
 actions seed the phone through Android mechanisms (content providers), and checks read the end
 state back through adb. Loading validates everything and names the file, line and field of the
-first problem.
+first problem: every template renders with every parameter set, and a parameter in a ``where``
+can only ever be data (see :mod:`planner_runtime.tasks.where`).
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 import builtins
 import hashlib
 import random
+import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from string import Formatter
+from typing import Any, Iterable, Iterator, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from planner_runtime.errors import TaskSpecError
+from planner_runtime.tasks.where import WhereError, WhereTemplate, parse_where
 
 SUITES_DIR = Path(__file__).parent / "suites"
 
@@ -35,10 +39,22 @@ class Category(StrEnum):
 
 
 class ContentRows(SpecModel):
-    """Rows of a content provider, optionally filtered by a ``where`` clause."""
+    """Rows of a content provider, optionally filtered by a ``where`` clause (a template whose
+    parameters are written as SQL values: see :mod:`planner_runtime.tasks.where`)."""
 
     uri: str = Field(pattern=r"^content://")
     where: str | None = None
+
+    @field_validator("where")
+    @classmethod
+    def _where_is_safe(cls, where: str | None) -> str | None:
+        if where is not None:
+            parse_where(where)  # a WhereError is a ValueError: pydantic reports it at this field
+        return where
+
+    @property
+    def where_template(self) -> WhereTemplate | None:
+        return parse_where(self.where) if self.where else None
 
 
 class ContentCheck(ContentRows):
@@ -218,15 +234,68 @@ class TaskSpec(SpecModel):
     split: Literal["train", "test"] | None = None
 
     @model_validator(mode="after")
-    def _goal_renders(self) -> TaskSpec:
-        values = self.values
-        for n, extra in enumerate(({},) + self.variants):
+    def _templates_render(self) -> TaskSpec:
+        for label, values in self._value_sets():
             try:
-                self.goal.format(**{**values, **extra})
-            except (KeyError, IndexError, ValueError) as exc:
-                where = f"variant {n}" if n else "params"
-                raise ValueError(f"goal template does not render with {where}: {exc}") from None
+                self.goal.format(**values)
+            except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+                raise FieldProblem(("goal",), f"goal template does not render with {label}: {_why(exc)}") from None
+            for loc, kind, text in self._templates():
+                problem = _render_problem(kind, text, values)
+                if problem is not None:
+                    raise FieldProblem(loc, f"{problem} (with {label})")
         return self
+
+    def _value_sets(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every parameter set a template can be rendered with: the params, each variant, and
+        each choice of a random parameter (each placeholder is rendered on its own, so trying
+        the choices one at a time covers their combinations)."""
+        base = self.values
+        yield "params", base
+        for n, extra in enumerate(self.variants, start=1):
+            yield f"variant {n}", {**base, **extra}
+        for name, value in self.random.items():
+            for option in value.choice or ():
+                yield f"random {name} = {option!r}", {**base, name: option}
+
+    def _templates(self) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
+        """(location, kind, text) of every template in the setup, the checks and the answers."""
+        for i, a in enumerate(self.setup):
+            at: tuple[str | int, ...] = ("setup", i, a.kind)
+            if a.content_insert is not None:
+                yield at + ("uri",), "uri", a.content_insert.uri
+                yield from ((at + ("values", k), "text", v) for k, v in a.content_insert.values.items() if isinstance(v, str))
+            elif a.content_delete is not None:
+                yield at + ("uri",), "uri", a.content_delete.uri
+                if a.content_delete.where:
+                    yield at + ("where",), "where", a.content_delete.where
+            elif a.memory is not None:
+                yield at + ("text",), "text", a.memory.text
+                if a.memory.trigger is not None:
+                    yield at + ("trigger",), "trigger", a.memory.trigger
+            elif a.settings_put is not None and isinstance(a.settings_put.value, str):
+                yield at + ("value",), "text", a.settings_put.value
+            elif a.file_push is not None:
+                yield at + ("path",), "path", a.file_push.path
+                yield at + ("content",), "text", a.file_push.content
+        for i, c in enumerate(self.checks):
+            at = ("checks", i, c.kind)
+            if c.content is not None:
+                yield at + ("uri",), "uri", c.content.uri
+                if c.content.where:
+                    yield at + ("where",), "where", c.content.where
+            elif c.answer_contains is not None or c.answer_equals is not None:
+                yield at, "text", c.answer_contains if c.answer_contains is not None else c.answer_equals
+            elif c.answer_number is not None and isinstance(c.answer_number.value, str):
+                yield at + ("value",), "number", c.answer_number.value
+            elif c.setting is not None and isinstance(c.setting.equals, str):
+                yield at + ("equals",), "text", c.setting.equals
+            elif c.file is not None:
+                yield at + ("path",), "path", c.file.path
+                if c.file.contains is not None:
+                    yield at + ("contains",), "text", c.file.contains
+        for question, answer in self.user_answers.items():
+            yield ("user_answers", question), "text", answer
 
     @property
     def template(self) -> str:
@@ -271,6 +340,59 @@ class TaskSpec(SpecModel):
         values = self.values
         return text.format(**values) if values else text
 
+    def render_where(self, where: str) -> str:
+        """A ``where`` template filled with this task's parameters as SQL values."""
+        return parse_where(where).render(self.values)
+
+
+class FieldProblem(ValueError):
+    """A task's field that a check across fields found wrong; ``loc`` is its path in the task."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        self.loc, self.message = loc, message
+        super().__init__(f"{'.'.join(str(p) for p in loc)}: {message}")
+
+
+_URI_VALUE = re.compile(r"[A-Za-z0-9._~\-]+\Z")
+
+
+def _why(exc: BaseException) -> str:
+    return f"no parameter {exc}" if isinstance(exc, KeyError) else str(exc)
+
+
+def _render_problem(kind: str, text: str, values: dict[str, Any]) -> str | None:
+    """Why ``text`` (a template of ``kind``) cannot be rendered with ``values``, or None."""
+    if kind == "where":
+        try:
+            parse_where(text).render(values)
+        except WhereError as exc:
+            return str(exc)
+        return None
+    try:
+        rendered = text.format(**values)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        return f"template does not render: {_why(exc)}"
+    if kind == "uri":
+        # a parameter in a URI is one path segment: an empty or "a/b" value would name other rows
+        for _, field, _, _ in Formatter().parse(text):
+            if field is not None and not _URI_VALUE.match(format(values[field]) if field in values else ""):
+                return f"{{{field}}} in a URI must be one path segment (letters, digits, . _ ~ -)"
+    elif kind == "path" and ("\0" in rendered or "\n" in rendered or "/../" in rendered + "/"):
+        return f"the path {rendered!r} leaves its folder or holds a NUL or newline"
+    elif kind == "number":
+        try:
+            float(rendered)
+        except ValueError:
+            return f"{rendered!r} is not a number"
+    elif kind == "trigger":
+        from planner_runtime.harness.memory_records import Trigger  # the memory package, loaded only here
+
+        try:
+            Trigger.parse(rendered)
+        except ValueError as exc:
+            return str(exc)
+    return None
+
 
 class Suite(SpecModel):
     tasks: tuple[TaskSpec, ...] = Field(min_length=1)
@@ -278,10 +400,10 @@ class Suite(SpecModel):
 
 def _line_of(node: yaml.Node | None, loc: Iterable[Any]) -> int | None:
     """1-based line of the YAML node at pydantic error location ``loc`` (deepest found)."""
-    line = node.start_mark.line + 1 if node is not None else None
+    line = node.start_mark.line + 1 if node is not None and node.start_mark is not None else None
     for part in loc:
         if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            match = next((v for k, v in node.value if getattr(k, "value", None) == str(part)), None)
             if match is None:
                 break
             node = match
@@ -293,28 +415,51 @@ def _line_of(node: yaml.Node | None, loc: Iterable[Any]) -> int | None:
     return line
 
 
+_SHAPES = {dict: "a mapping (key: value)", list: "a list", str: "a string", bool: "true/false", int: "a number",
+           float: "a number", type(None): "nothing"}
+_EXPECTED = {"dict_type": "a mapping (key: value)", "model_type": "a mapping (key: value)", "model_attributes_type": "a mapping (key: value)",
+             "tuple_type": "a list", "list_type": "a list", "string_type": "a string"}
+
+
+def _message(err: Any) -> str:
+    """pydantic's message in the words of the YAML: "expected a list, got a mapping"."""
+    expected = _EXPECTED.get(err["type"])
+    if expected is not None:
+        got = next((name for kind, name in _SHAPES.items() if isinstance(err.get("input"), kind)), "something else")
+        return f"expected {expected}, got {got}"
+    return err["msg"].removeprefix("Value error, ")
+
+
 def load_suite(path: Path | str) -> Suite:
     """Load and validate a suite file; raise :class:`TaskSpecError` naming line and field."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise TaskSpecError(str(path), None, "file", str(exc)) from exc
+        raise TaskSpecError(str(path), None, "file", exc.strerror or str(exc)) from exc
+    except UnicodeDecodeError as exc:
+        text_line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise TaskSpecError(str(path), text_line, "file", f"not UTF-8 text (byte {exc.object[exc.start]:#04x})") from exc
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise TaskSpecError(str(path), mark.line + 1 if mark else None, "yaml", str(exc).splitlines()[0]) from exc
+    except RecursionError as exc:
+        raise TaskSpecError(str(path), None, "yaml", "nested too deeply") from exc
     if isinstance(data, list):  # a bare list of tasks is accepted too
         data, node = {"tasks": data}, yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "tasks"), node)])
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = [p for p in err["loc"]]
+        loc, message = list(err["loc"]), _message(err)
+        problem = err.get("ctx", {}).get("error")
+        if isinstance(problem, FieldProblem):  # found by a task-wide check: point at the field itself
+            loc, message = loc + list(problem.loc), problem.message
         field = ".".join(str(p) for p in loc) or "tasks"
-        raise TaskSpecError(str(path), _line_of(node, loc), field, err["msg"]) from exc
+        raise TaskSpecError(str(path), _line_of(node, loc), field, message) from exc
     seen: set[str] = set()
     for i, task in enumerate(suite.tasks):
         if task.id in seen:
