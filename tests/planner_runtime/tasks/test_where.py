@@ -172,3 +172,27 @@ def test_a_number_place_refuses_text_and_non_finite_numbers():
     for bad in ("7", "7 OR 1=1", None, float("nan"), float("inf")):
         with pytest.raises(WhereError):
             template.render({"h": bad})
+
+
+@pytest.mark.parametrize("value", HOSTILE[:5])
+def test_a_hostile_parameter_in_a_setting_or_a_file_arrives_as_data(tmp_path, device, value):
+    body = f"""\
+tasks:
+  - id: hostile.seed
+    goal: "Keep {{v}}"
+    params: {{v: {_yaml_string(value)}, f: "a; rm -f keep.txt $(id)"}}
+    domain: files
+    setup:
+      - settings_put: {{namespace: system, key: ringtone_title, value: "{{v}}"}}
+      - file_push: {{path: "/sdcard/Documents/{{f}}.txt", content: "{{v}}"}}
+    checks:
+      - setting: {{namespace: system, key: ringtone_title, equals: "{{v}}"}}
+      - file: {{path: "/sdcard/Documents/{{f}}.txt", contains: "{{v}}"}}
+"""
+    device.push(b"still here", "/sdcard/keep.txt")
+    task = load_suite(_write(tmp_path, body)).tasks[0]
+    seed(task, device)
+    assert device.shell(["settings", "get", "system", "ringtone_title"]).output.rstrip("\n") == value
+    assert device.shell(["cat", "/sdcard/Documents/a; rm -f keep.txt $(id).txt"]).output == value
+    assert device.shell(["cat", "/sdcard/keep.txt"]).output == "still here"
+    assert verify(task, device, _traj()).success
