@@ -114,6 +114,18 @@ def content_query(
     return parse_content_rows(result.output)
 
 
+def content_delete(device: Device, uri: str, *, where: str | None = None) -> None:
+    """``content delete``; ``where`` is SQL as the provider reads it, so any value in it must
+    already be a quoted literal. Android's ``content`` reports a provider's error on its output
+    (and, on some versions, still exits 0), so the output is read as well as the status."""
+    args = ["content", "delete", "--uri", uri]
+    if where:
+        args += ["--where", where]
+    result = device.shell(args)
+    if not result.ok or "Exception" in result.output or result.output.startswith("Error"):
+        raise ShellCommandError("content delete", result.exit_code or 1, result.output)
+
+
 def _bind(name: str, value: Any) -> str:
     if isinstance(value, bool):
         return f"{name}:b:{'true' if value else 'false'}"

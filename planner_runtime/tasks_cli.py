@@ -1,42 +1,68 @@
 """``planner-agent tasks list|audit|check`` and ``skills list|show|check``: what the agent is
-tested on and the procedures it is given, from the shell."""
+tested on and the procedures it is given, from the shell.
+
+Exit statuses follow :class:`~planner_runtime.cli_common.ExitCode`: a bad option, a missing or
+invalid suite or skill file is ``usage`` (one ``file:line: field: message`` line on stderr, no
+traceback); an audit that flags tasks is ``failed``; a device fault is ``infra``. With
+``--json`` stdout holds only the JSON document; everything for people goes to stderr.
+"""
 
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
-from planner_runtime.cli_common import console, err, fail
+from planner_runtime.cli_common import ExitCode, console, err
 from planner_runtime.config import Settings, parse_host_port
-from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.errors import PlannerRuntimeError, TaskSpecError
 
 tasks_app = typer.Typer(help="Task specs and suites.", no_args_is_help=True)
 skills_app = typer.Typer(help="Skills: how to use the tools (skills/<name>/SKILL.md).", no_args_is_help=True)
 
 
-@tasks_app.command("list")
-def tasks_list(
-    suite: Optional[Path] = typer.Option(None, "--suite", help="A suite YAML file (default: built-in)."),
-    as_json: bool = typer.Option(False, "--json"),
-    split: Optional[str] = typer.Option(None, "--split", help="Only the train or the test split (split by template)."),
-) -> None:
-    """List the tasks of a suite."""
+class Split(str, Enum):
+    train = "train"
+    test = "test"
+
+
+def _fail(message: str, code: int = ExitCode.usage) -> typer.Exit:
+    """One line on stderr, printed as is (a message may hold ``[...]``, which is not markup)."""
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _emit(document: Any) -> None:
+    print(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+def _load(suite: Optional[Path]):  # noqa: ANN202 - a Suite
     from planner_runtime.tasks.spec import builtin_suite, load_suite
 
     try:
-        tasks = load_suite(suite) if suite else builtin_suite()
+        return load_suite(suite) if suite else builtin_suite()
     except PlannerRuntimeError as exc:
-        raise fail(str(exc)) from exc
+        raise _fail(str(exc)) from exc
+
+
+@tasks_app.command("list")
+def tasks_list(
+    suite: Optional[Path] = typer.Option(None, "--suite", help="A suite YAML file (default: built-in)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the tasks as JSON (only JSON on stdout)."),
+    split: Optional[Split] = typer.Option(None, "--split", help="Only the train or the test split (split by template)."),
+) -> None:
+    """List the tasks of a suite."""
+    tasks = [t for t in _load(suite).tasks if split is None or t.split_name == split.value]
     if as_json:
-        print(json.dumps([t.model_dump(mode="json") | {"split": t.split_name, "template": t.template}
-                          for t in tasks.tasks if split is None or t.split_name == split], indent=2))
+        _emit([t.model_dump(mode="json") | {"split": t.split_name, "template": t.template} for t in tasks])
         return
-    for t in tasks.tasks:
-        if split is None or t.split_name == split:
-            console.print(f"[bold]{t.id}[/bold]  [dim]{t.category.value}/{t.domain}/{t.difficulty}/{t.split_name}[/dim]  {t.rendered_goal()}")
+    for t in tasks:
+        console.print(f"[bold]{t.id}[/bold]  [dim]{t.category.value}/{t.domain}/{t.difficulty}/{t.split_name}[/dim]  "
+                      f"{escape(t.rendered_goal())}")
 
 
 @tasks_app.command("audit")
@@ -45,66 +71,109 @@ def tasks_audit(
     serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Audit on this attached phone."),
     adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (only JSON on stdout)."),
 ) -> None:
-    """Run a do-nothing planner on every task; flag tasks that pass without acting (exit 1 if any)."""
+    """Run a do-nothing planner on every task; flag tasks that pass without acting.
+
+    Exit 0 when none does, 1 when some task passes without acting or could not be run,
+    3 when the device failed."""
     from functools import partial
 
+    from device_farm.errors import DeviceError
     from planner_runtime.runner import open_device
     from planner_runtime.tasks.audit import audit
-    from planner_runtime.tasks.spec import builtin_suite, load_suite
     from planner_runtime.trajectories import TrajectoryStore
 
-    settings = Settings.from_env()
-    host, port = parse_host_port(adb or settings.adb)
     try:
-        tasks = load_suite(suite) if suite else builtin_suite()
+        settings = Settings.from_env()
+        host, port = parse_host_port(adb or settings.adb)
+    except PlannerRuntimeError as exc:
+        raise _fail(str(exc)) from exc
+    tasks = _load(suite)
+    say = err.print if as_json else console.print
+    try:
         with TrajectoryStore(store or settings.store_path) as db:
             results = audit(tasks.tasks, partial(open_device, serial, host, port, say=lambda m: None), db)
+    except DeviceError as exc:
+        raise _fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
-        raise fail(str(exc)) from exc
+        raise _fail(str(exc)) from exc
     flagged = [r for r in results if r.passes_without_acting]
+    broken = [r for r in results if not r.ran and not r.passes_without_acting]
+    infra = any(r.infra for r in results)
     for r in results:
-        mark = "[red]PASSES WITHOUT ACTING[/red]" if r.passes_without_acting else "[green]ok[/green]"
-        console.print(f"{r.task_id}  {mark}  score {r.verdict.score:.2f}")
-    console.print(f"{len(results)} tasks audited, {len(flagged)} flagged")
-    if flagged:
-        raise typer.Exit(1)
+        if r.passes_without_acting:
+            mark = "[red]PASSES WITHOUT ACTING[/red]"
+        elif not r.ran:
+            mark = f"[yellow]COULD NOT RUN[/yellow] {escape(r.error or _first_evidence(r))}"
+        else:
+            mark = "[green]ok[/green]"
+        score = f"  score {r.verdict.score:.2f}" if r.verdict is not None else ""
+        say(f"{r.task_id}  {mark}{score}", soft_wrap=True)
+    unrun = len(tasks.tasks) - len(results)
+    say(f"{len(results)} tasks audited, {len(flagged)} flagged" + (f", {len(broken)} could not run" if broken else "")
+        + (f", {unrun} not reached" if unrun else ""))
+    if as_json:
+        _emit({"audited": len(results), "flagged": len(flagged), "could_not_run": len(broken), "not_reached": unrun,
+               "results": [r.to_json() for r in results]})
+    if infra:
+        raise typer.Exit(ExitCode.infra)
+    if flagged or broken:
+        raise typer.Exit(ExitCode.failed)
+
+
+def _first_evidence(result) -> str:  # noqa: ANN001 - AuditResult
+    checks = result.verdict.checks if result.verdict is not None else ()
+    return next((c.evidence for c in checks if not c.passed), "")
 
 
 @tasks_app.command("check")
-def tasks_check(path: Path = typer.Argument(..., help="A suite YAML file to validate.")) -> None:
-    """Validate a suite file; errors name the line and field."""
+def tasks_check(
+    path: Path = typer.Argument(..., help="A suite YAML file to validate."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (only JSON on stdout)."),
+) -> None:
+    """Validate a suite file; errors name the line and field (exit 2 when it is invalid)."""
     from planner_runtime.tasks.spec import load_suite
 
     try:
         tasks = load_suite(path)
-    except PlannerRuntimeError as exc:
-        raise fail(str(exc)) from exc
-    console.print(f"{path}: {len(tasks.tasks)} tasks OK")
+    except TaskSpecError as exc:
+        if as_json:
+            _emit({"path": str(path), "ok": False, "error": {"path": exc.path, "line": exc.line, "field": exc.field,
+                                                              "message": exc.message}})
+        raise _fail(str(exc)) from exc
+    if as_json:
+        _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks)})
+        return
+    console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK")
 
 
 def _load_skills(directory: Optional[Path]):  # noqa: ANN202 - list[Skill]
     from planner_runtime.harness.skills import load_skills
 
+    if directory is not None and not directory.is_dir():
+        raise _fail(f"{directory}: no such skills folder")
     try:
         return load_skills(directory)
     except PlannerRuntimeError as exc:
-        raise fail(str(exc)) from exc
+        raise _fail(str(exc)) from exc
 
 
 _SKILLS_DIR = typer.Option(None, "--dir", help="Skills folder (default: $PLANNER_AGENT_SKILLS_DIR or the built-in one).")
 
 
 @skills_app.command("list")
-def skills_list(directory: Optional[Path] = _SKILLS_DIR, as_json: bool = typer.Option(False, "--json")) -> None:
+def skills_list(directory: Optional[Path] = _SKILLS_DIR,
+                as_json: bool = typer.Option(False, "--json", help="Print the skills as JSON (only JSON on stdout).")) -> None:
     """List the skills with their apps, tools and composite."""
     skills = _load_skills(directory)
     if as_json:
-        print(json.dumps([s.model_dump(mode="json", exclude={"body"}) for s in skills], indent=2))
+        _emit([s.model_dump(mode="json", exclude={"body"}) for s in skills])
         return
     for s in skills:
         extra = f"  [dim]one call: {s.tool_name}[/dim]" if s.composite else ""
-        console.print(f"[bold]{s.name}[/bold]  [dim]{', '.join(s.apps) or '-'} | {', '.join(s.tools)}[/dim]  {s.description}{extra}")
+        console.print(f"[bold]{s.name}[/bold]  [dim]{escape(', '.join(s.apps) or '-')} | {escape(', '.join(s.tools))}[/dim]  "
+                      f"{escape(s.description)}{extra}")
 
 
 @skills_app.command("show")
@@ -112,23 +181,26 @@ def skills_show(name: str = typer.Argument(...), directory: Optional[Path] = _SK
     """Show one skill as the planner reads it."""
     skill = next((s for s in _load_skills(directory) if s.name == name), None)
     if skill is None:
-        raise fail(f"no skill {name!r}; see `planner-agent skills list`")
+        raise _fail(f"no skill {name!r}; see `planner-agent skills list`")
     console.print(skill.to_prompt(full=True), markup=False)
 
 
 @skills_app.command("check")
-def skills_check(directory: Optional[Path] = _SKILLS_DIR) -> None:
-    """Check every skill: referenced tools exist, composite placeholders are declared parameters."""
+def skills_check(directory: Optional[Path] = _SKILLS_DIR,
+                 as_json: bool = typer.Option(False, "--json", help="Print the problems as JSON (only JSON on stdout).")) -> None:
+    """Check every skill: referenced tools exist, composite placeholders are declared parameters
+    (exit 2 when a skill has a problem)."""
     from planner_runtime.harness.skills import check_skill
     from planner_runtime.harness.toolbox import episode_tool_names
 
     names = episode_tool_names()
     skills = _load_skills(directory)
-    bad = 0
-    for skill in skills:
-        for problem in check_skill(skill, names):
-            bad += 1
-            err.print(f"{skill.path}: {problem}")
-    if bad:
-        raise typer.Exit(1)
-    console.print(f"{len(skills)} skills OK")
+    problems = [(skill.path, problem) for skill in skills for problem in check_skill(skill, names)]
+    for path, problem in problems:
+        err.print(f"{escape(path)}: {escape(problem)}", soft_wrap=True)
+    if as_json:
+        _emit({"skills": len(skills), "ok": not problems, "problems": [{"path": p, "problem": m} for p, m in problems]})
+    if problems:
+        raise typer.Exit(ExitCode.usage)
+    if not as_json:
+        console.print(f"{len(skills)} skills OK")

@@ -90,12 +90,17 @@ def default_skills_dir() -> Path:
 
 
 def parse_skill(path: Path) -> Skill:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read as UTF-8 text ({exc})") from exc
     if not text.startswith("---"):
         raise ConfigError(f"{path}: a SKILL.md starts with YAML front matter between '---' lines")
     try:
         _, front, body = text.split("---", 2)
         meta = yaml.safe_load(front) or {}
+        if not isinstance(meta, dict):
+            raise ConfigError(f"{path}: the front matter must be a mapping (key: value), got a {type(meta).__name__}")
         return Skill(**meta, body=body.strip(), path=str(path))
     except (ValueError, yaml.YAMLError, TypeError) as exc:
         detail = exc.errors()[0] if isinstance(exc, ValidationError) else None

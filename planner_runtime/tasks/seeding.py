@@ -1,9 +1,14 @@
-"""Seed a task's initial state onto a phone through the same mechanisms a real phone offers."""
+"""Seed a task's initial state onto a phone through the same mechanisms a real phone offers.
+
+Parameters reach the phone as data only: values as ``content insert --bind`` arguments, a
+``where`` rendered with its parameters as SQL values, files as bytes over sync or as a shell
+argument, and every command as an argv list the device backend quotes.
+"""
 
 from __future__ import annotations
 
 from device_farm import Device
-from device_farm.android import content_insert, installed_packages, put_setting
+from device_farm.android import content_delete, content_insert, installed_packages, put_setting
 from device_farm.errors import AppNotInstalled, ShellCommandError
 from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger
 from planner_runtime.harness.memory_search import MemoryStore
@@ -34,12 +39,8 @@ def seed(task: TaskSpec, device: Device, memory: MemoryStore | None = None) -> N
             values = {k: task.render(v) if isinstance(v, str) else v for k, v in action.content_insert.values.items()}
             content_insert(device, task.render(action.content_insert.uri), values)
         elif action.content_delete is not None:
-            args = ["content", "delete", "--uri", task.render(action.content_delete.uri)]
-            if action.content_delete.where:
-                args += ["--where", task.render(action.content_delete.where)]
-            result = device.shell(args)
-            if not result.ok:
-                raise ShellCommandError("content delete", result.exit_code, result.output)
+            where = action.content_delete.where
+            content_delete(device, task.render(action.content_delete.uri), where=task.render_where(where) if where else None)
         elif action.settings_put is not None:
             s = action.settings_put
             put_setting(device, s.namespace, s.key, task.render(s.value) if isinstance(s.value, str) else s.value)

@@ -3,7 +3,8 @@
 A task is declarations, never a recorded click path: parameters fill the goal template, setup
 actions seed the phone through Android mechanisms (content providers), and checks read the end
 state back through adb. Loading validates everything and names the file, line and field of the
-first problem.
+first problem: every template renders with every parameter set, and a parameter in a ``where``
+can only ever be data (see :mod:`planner_runtime.tasks.where`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from planner_runtime.errors import TaskSpecError
+from planner_runtime.tasks.templates import FieldProblem, check_templates
+from planner_runtime.tasks.where import WhereTemplate, parse_where
 
 SUITES_DIR = Path(__file__).parent / "suites"
 
@@ -35,10 +38,22 @@ class Category(StrEnum):
 
 
 class ContentRows(SpecModel):
-    """Rows of a content provider, optionally filtered by a ``where`` clause."""
+    """Rows of a content provider, optionally filtered by a ``where`` clause (a template whose
+    parameters are written as SQL values: see :mod:`planner_runtime.tasks.where`)."""
 
     uri: str = Field(pattern=r"^content://")
     where: str | None = None
+
+    @field_validator("where")
+    @classmethod
+    def _where_is_safe(cls, where: str | None) -> str | None:
+        if where is not None:
+            parse_where(where)  # a WhereError is a ValueError: pydantic reports it at this field
+        return where
+
+    @property
+    def where_template(self) -> WhereTemplate | None:
+        return parse_where(self.where) if self.where else None
 
 
 class ContentCheck(ContentRows):
@@ -218,14 +233,8 @@ class TaskSpec(SpecModel):
     split: Literal["train", "test"] | None = None
 
     @model_validator(mode="after")
-    def _goal_renders(self) -> TaskSpec:
-        values = self.values
-        for n, extra in enumerate(({},) + self.variants):
-            try:
-                self.goal.format(**{**values, **extra})
-            except (KeyError, IndexError, ValueError) as exc:
-                where = f"variant {n}" if n else "params"
-                raise ValueError(f"goal template does not render with {where}: {exc}") from None
+    def _templates_render(self) -> TaskSpec:
+        check_templates(self)
         return self
 
     @property
@@ -271,6 +280,10 @@ class TaskSpec(SpecModel):
         values = self.values
         return text.format(**values) if values else text
 
+    def render_where(self, where: str) -> str:
+        """A ``where`` template filled with this task's parameters as SQL values."""
+        return parse_where(where).render(self.values)
+
 
 class Suite(SpecModel):
     tasks: tuple[TaskSpec, ...] = Field(min_length=1)
@@ -278,10 +291,10 @@ class Suite(SpecModel):
 
 def _line_of(node: yaml.Node | None, loc: Iterable[Any]) -> int | None:
     """1-based line of the YAML node at pydantic error location ``loc`` (deepest found)."""
-    line = node.start_mark.line + 1 if node is not None else None
+    line = node.start_mark.line + 1 if node is not None and node.start_mark is not None else None
     for part in loc:
         if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            match = next((v for k, v in node.value if getattr(k, "value", None) == str(part)), None)
             if match is None:
                 break
             node = match
@@ -293,28 +306,51 @@ def _line_of(node: yaml.Node | None, loc: Iterable[Any]) -> int | None:
     return line
 
 
+_SHAPES = {dict: "a mapping (key: value)", list: "a list", str: "a string", bool: "true/false", int: "a number",
+           float: "a number", type(None): "nothing"}
+_EXPECTED = {"dict_type": "a mapping (key: value)", "model_type": "a mapping (key: value)", "model_attributes_type": "a mapping (key: value)",
+             "tuple_type": "a list", "list_type": "a list", "string_type": "a string"}
+
+
+def _message(err: Any) -> str:
+    """pydantic's message in the words of the YAML: "expected a list, got a mapping"."""
+    expected = _EXPECTED.get(err["type"])
+    if expected is not None:
+        got = next((name for kind, name in _SHAPES.items() if isinstance(err.get("input"), kind)), "something else")
+        return f"expected {expected}, got {got}"
+    return err["msg"].removeprefix("Value error, ")
+
+
 def load_suite(path: Path | str) -> Suite:
     """Load and validate a suite file; raise :class:`TaskSpecError` naming line and field."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise TaskSpecError(str(path), None, "file", str(exc)) from exc
+        raise TaskSpecError(str(path), None, "file", exc.strerror or str(exc)) from exc
+    except UnicodeDecodeError as exc:
+        text_line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise TaskSpecError(str(path), text_line, "file", f"not UTF-8 text (byte {exc.object[exc.start]:#04x})") from exc
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise TaskSpecError(str(path), mark.line + 1 if mark else None, "yaml", str(exc).splitlines()[0]) from exc
+    except RecursionError as exc:
+        raise TaskSpecError(str(path), None, "yaml", "nested too deeply") from exc
     if isinstance(data, list):  # a bare list of tasks is accepted too
         data, node = {"tasks": data}, yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "tasks"), node)])
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = [p for p in err["loc"]]
+        loc, message = list(err["loc"]), _message(err)
+        problem = err.get("ctx", {}).get("error")
+        if isinstance(problem, FieldProblem):  # found by a task-wide check: point at the field itself
+            loc, message = loc + list(problem.loc), problem.message
         field = ".".join(str(p) for p in loc) or "tasks"
-        raise TaskSpecError(str(path), _line_of(node, loc), field, err["msg"]) from exc
+        raise TaskSpecError(str(path), _line_of(node, loc), field, message) from exc
     seen: set[str] = set()
     for i, task in enumerate(suite.tasks):
         if task.id in seen:

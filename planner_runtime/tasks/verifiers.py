@@ -33,7 +33,7 @@ CheckFn = Callable[[TaskSpec, CheckSpec, Device, Trajectory], Check]
 
 def _content(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
     c = spec.content
-    uri, where = task.render(c.uri), task.render(c.where) if c.where else None
+    uri, where = task.render(c.uri), task.render_where(c.where) if c.where else None
     rows = content_query(device, uri, where=where)
     ok = len(rows) >= c.min and (c.max is None or len(rows) <= c.max)
     bound = f"{c.min}..{c.max if c.max is not None else '∞'}"
