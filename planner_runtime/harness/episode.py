@@ -127,6 +127,7 @@ class Episode:
         more. A second fault propagates and ends the episode as infra. A sensitive action is
         never run twice: it may have taken effect before the fault, so the planner is told to
         look instead."""
+        decided = len(self.ctx.gate.log)
         try:
             return self.tools.execute(call, self.ctx)
         except DeviceError as exc:
@@ -135,7 +136,10 @@ class Episode:
             fault = f"{exc.code}: {str(exc)[:160]}"
         time.sleep(self.limits.retry_wait)
         self.ctx.observe()
-        if call.name in self.tools and self.tools[call.name].sensitive is not None:
+        # A tool that declares itself sensitive, or any call whose effect the gate allowed before
+        # the fault (a tap on a Send button), may already have acted.
+        sensitive = call.name in self.tools and self.tools[call.name].sensitive is not None
+        if sensitive or any(record.allowed for record in self.ctx.gate.log[decided:]):
             return Feedback.fail(
                 call.call_id,
                 ErrorCode.action_failed,

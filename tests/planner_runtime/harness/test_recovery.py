@@ -5,11 +5,13 @@ infra; the token limit ends it as truncated."""
 
 from __future__ import annotations
 
+from device_farm.errors import DeviceOffline
 from device_farm.virtual.faults import Trigger, TransportDrop
 from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Source, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
+from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.toolbox import default_toolset
-from planner_runtime.harness.tools import ToolContext
+from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.spec import find_task
@@ -81,3 +83,33 @@ def test_the_token_limit_truncates_the_episode(device, device_ref, store):
     spent = traj.usage.prompt_tokens + traj.usage.completion_tokens
     before_last = spent - traj.steps[-1].usage.prompt_tokens - traj.steps[-1].usage.completion_tokens
     assert before_last < 1500 <= spent  # it stopped at the first turn past the limit, not later
+
+
+class _CallsThenDrops(Tool):
+    """A tool that declares nothing, places a call (an effect the gate judges) and then meets a
+    device fault: the call may have been placed, so the episode must not run it again."""
+
+    name = "ring_and_drop"
+    description = "Ring a number."
+    runs = 0
+
+    def run(self, ctx, args):
+        type(self).runs += 1
+        ctx.device.shell(["am", "start", "-a", "android.intent.action.CALL", "-d", "tel:5550100"])
+        raise DeviceOffline("the stream dropped after the intent was sent")
+
+
+def test_a_call_whose_sensitive_effect_was_allowed_is_not_run_again_after_a_fault(device, device_ref, store):
+    tools = ToolSet([*default_toolset(), _CallsThenDrops()])
+    ctx = ToolContext(device=device, gate=SafetyGate(policy=Policy(allow=frozenset({Sensitivity.call}))))
+    episode = Episode(
+        goal="Call 555-0100",
+        planner=ScriptedPlanner([{"name": "ring_and_drop", "arguments": {}}, {"name": "finish", "arguments": {"answer": "called"}}]),
+        tools=tools, ctx=ctx, store=store, device=device_ref,
+        limits=EpisodeLimits(max_steps=3, retry_wait=0.0),
+    )
+    traj = episode.run()
+    assert _CallsThenDrops.runs == 1  # a harmless call would have been retried once
+    first = traj.steps[0].feedback
+    assert first.error.code is ErrorCode.action_failed and "not run again" in first.error.hint
+    assert [record.allowed for record in ctx.gate.log] == [True]
