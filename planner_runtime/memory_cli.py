@@ -33,7 +33,7 @@ _JSON = typer.Option(False, "--json", help="Print JSON.")
 def run_memory(home: Path, profile: str | None, disabled: bool, is_task: bool) -> Iterator[MemoryStore | None]:
     """The open profile store for ``planner-agent run``: none with ``--no-memory``, and none for a
     task run without an explicit ``--profile`` (the task's own scratch memory is used then)."""
-    from planner_runtime.harness.memory import DEFAULT_PROFILE, profile_store
+    from planner_runtime.harness.memory import profile_store
 
     if disabled or (is_task and profile is None):
         yield None
@@ -49,6 +49,25 @@ def _store(profile: str, *, embeddings: bool = False):  # noqa: ANN202 - MemoryS
         return profile_store(Settings.from_env().home, profile, embedder="auto" if embeddings else None)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
+
+
+def _exists(profile: str) -> bool:
+    """Whether the profile has a file; a verb that only reads or deletes never creates one, so a
+    mistyped ``--profile`` is reported instead of silently made."""
+    from planner_runtime.harness.memory import profile_path
+
+    try:
+        return profile_path(Settings.from_env().home, profile).is_file()
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+
+
+def _missing(profile: str) -> typer.Exit:
+    from planner_runtime.harness.memory import profile_path
+
+    root = profile_path(Settings.from_env().home).parent.parent
+    known = sorted(p.parent.name for p in root.glob("*/memory.sqlite")) if root.is_dir() else []
+    return fail(f"no memory profile {profile!r} (profiles: {', '.join(known) or 'none yet'}); `memory add` or `memory import` creates one")
 
 
 def _kinds(values: Optional[list[str]]):  # noqa: ANN202 - list[MemoryKind] | None
@@ -79,13 +98,20 @@ def _line(memory, score: float | None = None) -> str:  # noqa: ANN001 - Memory
 def memory_list(
     kind: Optional[list[str]] = _KINDS,
     query: Optional[str] = typer.Option(None, "--query", "-q", help="Rank by relevance to this text (hybrid FTS5 + embeddings)."),
-    limit: int = typer.Option(50, "--limit", "-n", help="At most this many."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="At most this many."),
     no_embeddings: bool = typer.Option(False, "--no-embeddings", help="With --query: FTS5 ranking only (no model load)."),
     profile: str = _PROFILE,
     as_json: bool = _JSON,
 ) -> None:
     """List memories, newest first, or ranked by --query."""
+    from planner_runtime.harness.memory import DEFAULT_PROFILE
+
     kinds = _kinds(kind)
+    if not _exists(profile):
+        if profile != DEFAULT_PROFILE:
+            raise _missing(profile)
+        print("[]") if as_json else console.print(f"no memories in profile {profile!r}")
+        return
     try:
         with _store(profile, embeddings=query is not None and not no_embeddings) as store:
             if query is not None:
@@ -155,6 +181,8 @@ def memory_forget(
     """Delete memories by id, or all that match --query (after showing them)."""
     if not ids and query is None:
         raise fail("give memory ids or --query")
+    if not _exists(profile):
+        raise _missing(profile)
     try:
         with _store(profile) as store:
             targets = list(ids or [])
@@ -182,16 +210,24 @@ def memory_export(
     path: Path = typer.Argument(..., help="JSONL file to write."),
     kind: Optional[list[str]] = _KINDS,
     profile: str = _PROFILE,
+    as_json: bool = _JSON,
 ) -> None:
     """Write a profile's memories to JSONL (one record a line, oldest first)."""
     from planner_runtime.harness.memory import export_jsonl
 
+    if not _exists(profile):
+        raise _missing(profile)
     try:
         with _store(profile) as store:
             count = export_jsonl(store, path, kinds=_kinds(kind))
-    except (PlannerRuntimeError, OSError) as exc:
+    except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
-    console.print(f"{path}: {count} memories from profile {profile!r}")
+    except OSError as exc:
+        raise fail(f"{path}: cannot write it: {exc.strerror or exc}") from exc
+    if as_json:
+        print(json.dumps({"path": str(path), "profile": profile, "count": count}))
+    else:
+        console.print(f"{path}: {count} memories from profile {profile!r}")
 
 
 @memory_app.command("import")
