@@ -8,7 +8,7 @@ prints records as they are exported.
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
@@ -33,7 +33,7 @@ _JSON = typer.Option(False, "--json", help="Print JSON.")
 def run_memory(home: Path, profile: str | None, disabled: bool, is_task: bool) -> Iterator[MemoryStore | None]:
     """The open profile store for ``planner-agent run``: none with ``--no-memory``, and none for a
     task run without an explicit ``--profile`` (the task's own scratch memory is used then)."""
-    from planner_runtime.harness.memory import profile_store
+    from planner_runtime.harness.memory import DEFAULT_PROFILE, profile_store
 
     if disabled or (is_task and profile is None):
         yield None
@@ -52,14 +52,17 @@ def _store(profile: str, *, embeddings: bool = False):  # noqa: ANN202 - MemoryS
 
 
 def _exists(profile: str) -> bool:
-    """Whether the profile has a file; a verb that only reads or deletes never creates one, so a
-    mistyped ``--profile`` is reported instead of silently made."""
-    from planner_runtime.harness.memory import profile_path
+    """Whether the profile has a file. A verb that only reads or deletes never creates one: a
+    mistyped ``--profile`` is an error, and the default profile before its first memory is empty."""
+    from planner_runtime.harness.memory import DEFAULT_PROFILE, profile_path
 
     try:
-        return profile_path(Settings.from_env().home, profile).is_file()
+        found = profile_path(Settings.from_env().home, profile).is_file()
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
+    if not found and profile != DEFAULT_PROFILE:
+        raise _missing(profile)
+    return found
 
 
 def _missing(profile: str) -> typer.Exit:
@@ -104,12 +107,8 @@ def memory_list(
     as_json: bool = _JSON,
 ) -> None:
     """List memories, newest first, or ranked by --query."""
-    from planner_runtime.harness.memory import DEFAULT_PROFILE
-
     kinds = _kinds(kind)
     if not _exists(profile):
-        if profile != DEFAULT_PROFILE:
-            raise _missing(profile)
         print("[]") if as_json else console.print(f"no memories in profile {profile!r}")
         return
     try:
@@ -181,12 +180,10 @@ def memory_forget(
     """Delete memories by id, or all that match --query (after showing them)."""
     if not ids and query is None:
         raise fail("give memory ids or --query")
-    if not _exists(profile):
-        raise _missing(profile)
     try:
-        with _store(profile) as store:
+        with _store(profile) if _exists(profile) else nullcontext() as store:
             targets = list(ids or [])
-            if query is not None:
+            if query is not None and store is not None:
                 matched = store.matching(query, kinds=_kinds(kind))
                 if not as_json:
                     for memory in matched:
@@ -194,7 +191,7 @@ def memory_forget(
                 if matched and not yes and not typer.confirm(f"Forget these {len(matched)}?", default=False, err=True):
                     raise typer.Exit(1)
                 targets += [m.id for m in matched]
-            deleted = store.forget(targets)
+            deleted = store.forget(targets) if store is not None else 0
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     if as_json:
