@@ -68,6 +68,7 @@ def run(
     suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
     serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Drive this attached phone."),
     adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    virtual: bool = typer.Option(False, "--virtual", help="Use the built-in virtual phone even when a phone is attached."),
     allow_reset: bool = typer.Option(
         False, "--allow-reset", help="With --task on a phone other than the built-in virtual one: let the task's setup reset its data "
         "(e.g. delete every alarm). Phones in PLANNER_AGENT_DISPOSABLE_SERIALS need no flag."),
@@ -104,6 +105,8 @@ def run(
         spec = find_task(task, tasks).draw(seed) if task is not None else None
         if goal is None and spec is None:
             raise fail("give a goal or --task")
+        if virtual and serial is not None:
+            raise fail("--virtual and --serial exclude each other")
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         if store is not None and not store.parent.is_dir():
             raise fail(f"--store {store}: folder {store.parent} does not exist")
@@ -112,7 +115,7 @@ def run(
         gate, ask = safety_gate(policy), answerer(answers)
         with reports_to_stderr(as_json), TrajectoryStore(store or settings.store_path) as db, \
                 run_memory(settings.home, profile, no_memory, spec is not None) as memory, \
-                open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]")) as (device, ref, source):
+                open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]"), virtual=virtual) as (device, ref, source):
             if spec is not None:
                 check_reset(spec, ref, source, allow_reset=allow_reset, disposable=settings.disposable_serials,
                             warn=lambda m: err.print(f"[yellow]{m}[/yellow]", soft_wrap=True))

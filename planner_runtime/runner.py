@@ -77,11 +77,12 @@ def _pick_serial(serial: str | None, adb_host: str, adb_port: int) -> str | None
 
 @contextmanager
 def open_device(
-    serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print
+    serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print, virtual: bool = False
 ) -> Iterator[tuple[AdbDevice, DeviceRef, Source]]:
-    """Yield a connected device, its reference and the trajectory source it implies."""
+    """Yield a connected device, its reference and the trajectory source it implies; with
+    ``virtual``, the built-in virtual phone whatever is attached."""
     with ExitStack() as stack:
-        serial = _pick_serial(serial, adb_host, adb_port)
+        serial = None if virtual else _pick_serial(serial, adb_host, adb_port)
         if serial is not None:
             device = AdbDevice(serial, adb_host=adb_host, adb_port=adb_port)
             source = Source.real
@@ -91,7 +92,8 @@ def open_device(
             phone = stack.enter_context(VirtualPhone())
             server = stack.enter_context(AdbServer())
             serial = server.connect_device(f"127.0.0.1:{phone.port}")
-            say(f"No phone attached: started the built-in virtual phone at {serial} (private adb server on port {server.port}).")
+            why = "As asked" if virtual else "No phone attached"
+            say(f"{why}: started the built-in virtual phone at {serial} (private adb server on port {server.port}).")
             device = AdbDevice(serial, adb_host=server.host, adb_port=server.port)
             source = Source.sandbox
         device.connect()
@@ -138,7 +140,7 @@ def check_reset(
         raise ConfigError(
             f"task {task.id} resets data on phone {device_ref.serial} ({what}); nothing was changed. "
             "Pass --allow-reset if its data may be lost, list it in PLANNER_AGENT_DISPOSABLE_SERIALS, "
-            "or run on the built-in virtual phone"
+            "or run on the built-in virtual phone (--virtual)"
         )
     warn(f"warning: --allow-reset: task {task.id} now resets phone {device_ref.serial}: {what}")
 

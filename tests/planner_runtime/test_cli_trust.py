@@ -101,6 +101,18 @@ def test_a_phone_marked_disposable_is_seeded_without_the_flag(tmp_path, phone_wi
     assert alarms(phone_with_alarms) == [(7, 30)] and "warning" not in res.stderr
 
 
+def test_the_phone_found_on_the_adb_server_is_protected_too_and_virtual_runs_beside_it(tmp_path, phone_with_alarms):
+    adb = f"{phone_with_alarms.adb.host}:{phone_with_alarms.adb.port}"
+    common = ("run", "--task", "clock.set_alarm", "--adb", adb, "--planner", "scripted", "--script", script(tmp_path, SET_730),
+              "--store", str(tmp_path / "t.sqlite"))
+    refused = cli(*common)  # no --serial: the first phone adb lists is the user's
+    assert refused.returncode == 2 and "--virtual" in one_error_line(refused)
+    on_virtual = cli(*common, "--virtual")
+    assert on_virtual.returncode == 0, on_virtual.stderr + on_virtual.stdout
+    assert "started the built-in virtual phone" in on_virtual.stderr and "verdict: success" in on_virtual.stdout
+    assert alarms(phone_with_alarms) == [(6, 5), (8, 15)]
+
+
 @pytest.fixture
 def unauthorized_phone():
     """A phone that asks for ADB authentication and trusts no host: adb lists it as unauthorized."""

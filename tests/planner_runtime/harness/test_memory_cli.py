@@ -46,7 +46,8 @@ def test_add_list_forget_export_import(cli, tmp_path):
     assert "intent" in shown.stdout and "trigger app:Messages" in shown.stdout
 
     out = tmp_path / "mem.jsonl"
-    assert cli("memory", "export", str(out)).returncode == 0 and len(out.read_text().splitlines()) == 3
+    assert _json(cli("memory", "export", str(out), "--json")) == {"path": str(out), "profile": "default", "count": 3}
+    assert len(out.read_text().splitlines()) == 3
     res = cli("memory", "import", str(out), "--profile", "laptop")
     assert res.returncode == 0 and "imported 3 memories into profile 'laptop' (0 already there)" in " ".join(res.stdout.split())
     assert {m["id"] for m in _json(cli("memory", "list", "--profile", "laptop", "--json"))} == {m["id"] for m in _json(cli("memory", "list", "--json"))}
