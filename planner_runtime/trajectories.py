@@ -47,11 +47,13 @@ class TrajectoryStore(SqliteFile):
     metadata = metadata
     what = "trajectory store"
 
+    def _migrate(self, conn: Connection) -> None:
+        add_missing_columns(conn)
+
     def _opened(self) -> None:
         # One write transaction at a time from this process: SQLite has one writer anyway, and
         # threads queued on a lock wake at once where SQLite's busy handler sleeps up to 100 ms.
         self._write_lock = threading.Lock()
-        add_missing_columns(self.engine)
         self._mark_dead_writers_interrupted()
 
     @contextmanager
