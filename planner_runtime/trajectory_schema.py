@@ -1,4 +1,4 @@
-"""The trajectory store's schema: its two tables, the additive migration of older files, and
+"""The trajectory store's schema: its tables, the additive migration of older files, and
 the records a query selects by (:class:`Filter`) and returns (:class:`Summary`)."""
 
 from __future__ import annotations
@@ -51,6 +51,15 @@ steps = Table(
     Column("status", String, nullable=False),
     Column("error_code", String, index=True),
     Column("record", Text, nullable=False),  # the Step as JSON
+)
+
+# What each collection was started with (a CollectionSpec as JSON), so a resume runs the same work.
+collections = Table(
+    "collections",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("spec", JSON, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
 )
 
 
