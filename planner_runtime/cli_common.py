@@ -98,12 +98,10 @@ def print_summary(traj: Trajectory) -> None:
     console.print(f"[bold]trajectory:[/bold] {traj.id}  ({len(traj.steps)} steps, {traj.usage.prompt_tokens} prompt + {traj.usage.completion_tokens} output tokens)")
 
 
-def make_planner(backend: str, model: str | None, script: Path | None, *, timeout: float | None = None):  # noqa: ANN202 - a Planner
+def make_planner(backend: str, model: str | None, script: Path | None):  # noqa: ANN202 - a Planner
     from planner_runtime import planners
 
     kwargs: dict = {}
-    if timeout is not None and backend.startswith("openai"):
-        kwargs["timeout"] = timeout  # seconds to wait for the endpoint's answer
     if backend == "local" and model:
         kwargs["model"] = model
     if backend == "scripted":

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from device_farm import Device
 from device_farm.errors import DeviceError
 from device_farm.pool import DevicePool
 from device_farm.sources import DeviceCandidate
@@ -88,16 +89,18 @@ def _is_infra(traj: Trajectory) -> bool:
 _DEVICE_CODES = {ErrorCode.device_offline, ErrorCode.ui_server_down}
 
 
-def _device_at_fault(traj: Trajectory) -> bool:
-    """Whether an infra episode's fault was the device's. An episode that failed before its first
-    step (the phone could not be read) or on a device error is; one whose planner endpoint was
-    down is not — counting that against healthy phones would quarantine the whole pool."""
-    if traj.status is not TrajectoryStatus.infra_error:
-        return True  # the verdict's checks could not run on the device
-    if not traj.steps:
+def _device_at_fault(traj: Trajectory, device: Device) -> bool:
+    """Whether an infra episode's fault was the device's: its last step says so, or the device
+    does not answer now. A planner endpoint that was down is not — counting that against
+    healthy phones would quarantine the whole pool."""
+    error = traj.steps[-1].feedback.error if traj.steps else None
+    if error is not None and error.code in _DEVICE_CODES:
         return True
-    error = traj.steps[-1].feedback.error
-    return error is not None and error.code in _DEVICE_CODES
+    try:
+        device.shell(["echo", "ok"], timeout=5.0)
+    except DeviceError as exc:
+        return exc.infra
+    return False
 
 
 class _Shared:
@@ -198,7 +201,9 @@ def collect(
                                 planner=planner_for(task), store=store, task=task,
                                 collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()),
                                 max_steps=max_steps)
-                if _is_infra(traj) and _device_at_fault(traj):  # the episode kept its trajectory; the device takes the fault
+                if stopping.is_set():
+                    return  # interrupted: the pool closed its phones under this episode; nobody's fault
+                if _is_infra(traj) and _device_at_fault(traj, device):  # the episode kept its trajectory; the device takes the fault
                     lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))
             settle(item, attempt, _is_infra(traj), bool(traj.verdict and traj.verdict.success))
         except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)

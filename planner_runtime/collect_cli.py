@@ -79,7 +79,7 @@ def collect(
                 counts = _run(run_collection, tasks, spec, coll=coll, pool=pool, db=db, planner_for=planner_for,
                               workers=devices, allow_reset=allow_reset, disposable=disposable)
     except KeyboardInterrupt:
-        err.print(f"interrupted: collection {coll} keeps its finished items; resume it with\n  {again}")
+        err.print(f"interrupted: collection {coll} keeps its finished items; resume it with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.interrupted) from None
     except CollectionStopped as exc:
         raise fail(str(exc), ExitCode.failed) from exc
@@ -96,7 +96,7 @@ def collect(
         )
     if counts.gave_up:
         err.print("given up after repeated infra failures (not counted against the planner): " + ", ".join(counts.gave_up)
-                  + f"\nrun them again with\n  {again}")
+                  + f"\nrun them again with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.infra)
 
 
