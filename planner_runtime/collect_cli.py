@@ -163,8 +163,13 @@ def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - Collection
     if spec.planner == "scripted":
         scripts = _scripts(Path(spec.script)) if spec.script else {}
         return lambda t: ScriptedPlanner(scripts.get(t.id, []))
-    one = shared(make_planner(spec.planner, spec.model, None, timeout=timeout))
+    one = shared(make_planner(spec.planner, spec.model, None, **_timeout(timeout)))
     return lambda t: one
+
+
+def _timeout(seconds: float | None) -> dict[str, float]:
+    """make_planner's ``timeout`` when --planner-timeout was given (else the backend's default)."""
+    return {} if seconds is None else {"timeout": seconds}
 
 
 def _scripts(path: Path) -> dict:
@@ -244,7 +249,7 @@ def replay(
                         good &= report.divergence is None
                         _print_reexecuted(traj, report, as_json)
                         continue
-                    brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout)
+                    brain = make_planner(planner or settings.planner, model, script, **_timeout(planner_timeout))
                     new = replan(traj, from_step, planner=brain, device=device, device_ref=ref, store=db,
                                  task=task, source=source, on_step=None if as_json else print_step)
                     old_v = traj.verdict.success if traj.verdict else None
