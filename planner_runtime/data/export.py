@@ -10,6 +10,7 @@ TRL's ``SFTTrainer`` trains on completions only for this format by default.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,7 @@ def export_sft(store: TrajectoryStore, out: Path, *, only_success: bool = True, 
                     n_rows += 1
         tmp.replace(out)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # there may be no .part to remove (no such folder)
+            tmp.unlink()
         raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from exc
     return ExportStats(trajectories=n_traj, rows=n_rows, masked_turns=n_masked)
