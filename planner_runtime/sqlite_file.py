@@ -11,6 +11,8 @@ racing each other's ``CREATE TABLE``.
 from __future__ import annotations
 
 import functools
+import random
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,9 +20,11 @@ from typing import ClassVar, Iterator, Self
 
 from sqlalchemy import MetaData, create_engine, event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from planner_runtime.errors import StoreError, StoreNotFound
+
+SCHEMA_WAIT_S = 60.0  # how long opening waits for other processes creating or migrating the same file
 
 
 class SqliteFile:
@@ -43,14 +47,30 @@ class SqliteFile:
             engine = create_engine(f"sqlite:///{self.path}")
             event.listen(engine, "connect", functools.partial(sqlite_pragmas, mmap_bytes=self.mmap_bytes))
             self._engine = engine
-            with self._schema_lock() as conn:
-                self.metadata.create_all(conn)
-                self._migrate(conn)
+            self._create_schema()
             self._opened()
         except (SQLAlchemyError, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open {self.what} {self.path}: {exc}") from exc
         return self
+
+    def _create_schema(self) -> None:
+        """Create the tables and migrate under the schema lock, retried while the file is busy:
+        SQLite answers "database is locked" without waiting where waiting could deadlock (a
+        connection switching a new file to WAL, a stale read snapshot), and the cure it documents
+        is to run the transaction again."""
+        deadline = time.monotonic() + SCHEMA_WAIT_S
+        while True:
+            try:
+                with self._schema_lock() as conn:
+                    self.metadata.create_all(conn)
+                    self._migrate(conn)
+                return
+            except OperationalError as exc:
+                if ("locked" not in str(exc.orig) and "busy" not in str(exc.orig)) or time.monotonic() > deadline:
+                    raise
+                self.engine.dispose()  # a fresh connection, not one left in a failed state
+                time.sleep(random.uniform(0.01, 0.1))
 
     @contextmanager
     def _schema_lock(self) -> Iterator[Connection]:
