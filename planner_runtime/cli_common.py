@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from planner_runtime.contract import FailureKind, Step, Trajectory, TrajectoryStatus
 from planner_runtime.errors import ConfigError
@@ -40,7 +41,8 @@ EXIT_CODES_HELP = (
 
 
 def fail(message: str, code: int = ExitCode.usage) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+    """One line on stderr, printed as is (a message may hold ``[...]``, which is not markup)."""
+    err.print(f"[red]error:[/red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
