@@ -14,7 +14,9 @@ the tokens its grammar forces — follow each other in one sequence, a mask lets
 own row's earlier tokens, and explicit position ids number each row on its own. Every row has its
 own grammar matcher (constrained to the offered tools, or to one named tool) and its own sampler,
 so a row decodes what :class:`~planner_runtime.planners.local.LocalPlanner` alone would, up to
-float noise.
+float noise (given schemas that name every argument they allow: the decoder closes open object
+schemas, see :mod:`~planner_runtime.serving.schemas`). A row whose caller left is dropped with
+:meth:`BatchDecoder.cancel`; an answer that its token budget cut off says so (``truncated``).
 """
 
 from __future__ import annotations

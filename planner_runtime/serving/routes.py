@@ -34,11 +34,10 @@ def app_for(server: PlannerServer) -> Starlette:
     async def chat_completions(request: Request) -> Response:
         try:
             chat = await server.read_chat(request)
-            future = server.engine.submit(chat.plan)
-            if chat.stream:
+            if chat.stream:  # submitted once the stream starts: a stream never started asks nothing of the engine
                 headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-                return StreamingResponse(server.stream(request, chat, future), media_type="text/event-stream", headers=headers)
-            out = await server.answer(request, future)
+                return StreamingResponse(server.stream(request, chat), media_type="text/event-stream", headers=headers)
+            out = await server.answer(request, server.engine.submit(chat.plan))
             return JSONResponse(server.completion(chat, out))
         except RequestError as exc:
             return error_response(exc)

@@ -86,6 +86,7 @@ class PlannerServer:
         config = uvicorn.Config(
             app_for(self), http="h11", loop="asyncio", lifespan="off", log_config=None, access_log=False,
             timeout_graceful_shutdown=5, server_header=False,
+            timeout_keep_alive=30,  # harness workers come back every step: keep their connections
         )
         self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._uvicorn.run, kwargs={"sockets": [sock]}, name="planner-http", daemon=True)
@@ -181,9 +182,10 @@ class PlannerServer:
         body = output_to_completion(out, model=chat.model, tool_choice_none=chat.tool_choice == "none", finish_reason=finish)
         return {**body, **(head or {})}
 
-    async def stream(self, request: Any, chat: ChatRequest, future: Future[PlannerOutput]) -> AsyncIterator[str]:
+    async def stream(self, request: Any, chat: ChatRequest) -> AsyncIterator[str]:
         """The events of a ``stream: true`` answer (the role chunk at once, the rest once decoded)."""
         head = {"id": new_id("chatcmpl-"), "created": int(time.time()), "model": chat.model}
+        future = self.engine.submit(chat.plan)
         try:
             yield sse.first_chunk(head, usage=chat.include_usage)
             try:

@@ -254,3 +254,16 @@ def test_a_queued_request_whose_client_left_is_dropped_unrun():
         after = httpx.post(server.base_url + "/chat/completions", json={"model": "tiny", "messages": ASK}, timeout=10)
         assert after.status_code == 200
         assert server.engine.cancelled == 1 and planner.ran == 2  # the first and the last: the abandoned one never ran
+
+
+def test_serve_on_a_port_in_use_is_one_clear_line_not_a_traceback():
+    import subprocess
+    import sys
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "serve", "--port", str(port)],
+                             capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in res.stderr and "Traceback" not in res.stderr
+    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "serve", "--port", "70000"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
