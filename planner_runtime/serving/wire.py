@@ -159,17 +159,6 @@ def openai_to_messages(raw: Sequence[Any]) -> list[Message]:
     return out
 
 
-def openai_to_specs(raw: Sequence[Any]) -> list[ToolSpec]:
-    specs = []
-    for item in raw:
-        fn = item.get("function") if isinstance(item, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise ValueError('every tool must be {"type": "function", "function": {"name": ...}}')
-        params = fn.get("parameters") or {"type": "object", "properties": {}}
-        specs.append(ToolSpec(name=fn["name"], description=fn.get("description") or "", parameters=params))
-    return specs
-
-
 def output_to_completion(
     out: PlannerOutput, *, model: str, tool_choice_none: bool = False, finish_reason: str | None = None,
 ) -> dict[str, Any]:
