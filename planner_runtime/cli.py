@@ -202,14 +202,14 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port of the OpenAI-compatible API (0: any free port)."),
     model: Optional[str] = typer.Option(None, "--model", help="An HF model dir, .safetensors or .gguf file (default: the embedded planner)."),
-    name: Optional[str] = typer.Option(None, "--name", help="The model id clients ask for (default: the model's label)."),
+    name: Optional[str] = typer.Option(None, "--name", help="A model id clients may ask for besides `planner` (default: the model's label)."),
     max_batch: int = typer.Option(8, "--max-batch", min=1, help="Most requests decoded together."),
 ) -> None:
-    """Serve the local planner as an OpenAI-compatible API (/v1/chat/completions with tools)."""
+    """Serve the local planner as an OpenAI-compatible API (/v1/chat/completions with tools and streaming)."""
     import threading
 
     from planner_runtime.planners.local import LocalPlanner
-    from planner_runtime.serving.server import PlannerServer
+    from planner_runtime.serving.server import ALIAS, PlannerServer
 
     server = PlannerServer(LocalPlanner(model), model_name=name, host=host, port=port, max_batch=max_batch)
     try:
@@ -219,7 +219,8 @@ def serve(
         raise fail(str(exc)) from exc
     except OSError as exc:
         raise fail(f"cannot listen on {host}:{port}: {exc}") from exc
-    err.print(f"serving model {server.model_name!r} at {server.base_url} (try --planner openai://{host}:{server.port}/{server.model_name})", soft_wrap=True)
+    names = " or ".join(repr(m) for m in server.model_ids)
+    err.print(f"serving model {names} at {server.base_url} (try --planner openai://{host}:{server.port}/{ALIAS})", soft_wrap=True, markup=False)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -159,19 +159,12 @@ def openai_to_messages(raw: Sequence[Any]) -> list[Message]:
     return out
 
 
-def openai_to_specs(raw: Sequence[Any]) -> list[ToolSpec]:
-    specs = []
-    for item in raw:
-        fn = item.get("function") if isinstance(item, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise ValueError('every tool must be {"type": "function", "function": {"name": ...}}')
-        params = fn.get("parameters") or {"type": "object", "properties": {}}
-        specs.append(ToolSpec(name=fn["name"], description=fn.get("description") or "", parameters=params))
-    return specs
-
-
-def output_to_completion(out: PlannerOutput, *, model: str, tool_choice_none: bool = False) -> dict[str, Any]:
-    """Our planner's answer as a chat-completions response body."""
+def output_to_completion(
+    out: PlannerOutput, *, model: str, tool_choice_none: bool = False, finish_reason: str | None = None,
+) -> dict[str, Any]:
+    """Our planner's answer as a chat-completions response body. ``finish_reason`` overrides the
+    one read from the answer (``tool_calls`` when it holds calls, else ``stop``): ``length`` for
+    an answer cut by its token budget, ``stop`` for a call to a named tool (as the API does)."""
     message: dict[str, Any] = {"role": "assistant", "content": out.text}
     finish = "stop"
     if out.tool_calls and not tool_choice_none:
@@ -188,7 +181,7 @@ def output_to_completion(out: PlannerOutput, *, model: str, tool_choice_none: bo
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason or finish, "logprobs": None}],
         "usage": {
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
