@@ -139,3 +139,33 @@ def test_find_restaurants_lists_every_store(device):
 
     assert len(stored) == 16
     assert [r["name"] for r in found["restaurants"]] == stored
+
+
+def test_payment_activity_says_plainly_where_it_stopped(device):
+    _sign_in(device, PAYPAL)
+    for day in range(1, 29):
+        content_insert(device, f"{PAYPAL}/transactions", {"counterparty": f"Shop {day}", "amount": -1.0, "note": "", "created": f"2026-12-{day:02d}"})
+
+    found = _tool(device, "payment_activity")
+
+    assert [t["who"] for t in found["recent"][:3]] == ["Shop 28", "Shop 27", "Shop 26"]
+    assert len(found["recent"]) == 30
+    assert found["more"].startswith("showing the first 30 transactions")
+
+
+def test_a_product_named_further_down_the_results_is_the_one_bought(device):
+    _sign_in(device, AMAZON)
+    last = content_query(device, f"{AMAZON}/products", projection=["title"], where="title LIKE '%e%'", sort="_id DESC")[0]["title"]
+
+    bought = _tool(device, "buy_product", query="e", title=last)
+
+    assert bought["ordered"] == last
+    assert [r["title"] for r in content_query(device, f"{AMAZON}/orders", projection=["title"])] == [last]
+
+
+def test_a_close_match_above_where_the_reading_stopped_is_scrolled_back_to(device):
+    _sign_in(device, BOOKING)
+
+    _tool(device, "book_hotel", city="Lisbon", checkin="2026-12-10", checkout="2026-12-12", hotel="memmo")
+
+    assert [r["hotel"] for r in content_query(device, f"{BOOKING}/bookings", projection=["hotel"])] == ["Memmo Alfama"]
