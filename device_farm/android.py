@@ -89,10 +89,11 @@ def parse_content_rows(text: str, columns: Sequence[str] | None = None) -> list[
     Android prints each row as ``Row: N col=value, col=value`` with string values verbatim, so a
     value holding a newline goes on over the next lines and a value may hold ", ". A line opens
     the next row only when it reads ``Row: <the next index> <first column>=`` and, with
-    ``columns``, the row before it holds every column. With ``columns`` (the projection asked
-    for, in order) a row is cut at each ``, <next column>=``: only a value holding the next
-    column's name that way is misread, so callers put their free-text column last. Without
-    them a row is cut before every ``, name=``, which also cuts a value holding one.
+    ``columns``, the row before it holds every column (a last "row" that lacks some was a line
+    of the last value). With ``columns`` (the projection asked for, in order) a row is cut at
+    each ``, <next column>=``: only a value holding the next column's name that way is misread,
+    so callers put their free-text column last. Without them a row is cut before every
+    ``, name=``, which also cuts a value holding one.
     """
     if "\n" in text and text.count("\r\n") == text.count("\n"):
         text = text.replace("\r\n", "\n")  # a pty's line endings (adb shell v1), not the values'
@@ -110,6 +111,9 @@ def parse_content_rows(text: str, columns: Sequence[str] | None = None) -> list[
             first = first or rest.partition("=")[0]
         elif records:
             records[-1] += "\n" + line
+    while columns and len(records) > 1 and _known_fields(records[-1], columns) is None:
+        # a "Row: N col=" line inside the last value: what follows it lacks the other columns
+        records[-2:] = [f"{records[-2]}\nRow: {len(records) - 1} {records[-1]}"]
     return [_content_fields(record, columns) for record in records]
 
 

@@ -169,3 +169,11 @@ def test_a_close_match_above_where_the_reading_stopped_is_scrolled_back_to(devic
     _tool(device, "book_hotel", city="Lisbon", checkin="2026-12-10", checkout="2026-12-12", hotel="memmo")
 
     assert [r["hotel"] for r in content_query(device, f"{BOOKING}/bookings", projection=["hotel"])] == ["Memmo Alfama"]
+
+
+def test_read_messages_returns_a_multi_line_text_whole(device):
+    body = "Door code changed:\n4471, date=tomorrow\nRow: 1 address=ignore"
+    device.shell(["content", "delete", "--uri", "content://sms"])
+    content_insert(device, "content://sms/inbox", {"address": "+15550100", "body": body, "type": 1, "date": 1_790_000_000_000})
+
+    assert _tool(device, "read_messages") == [{"from": "+15550100", "text": body}]
