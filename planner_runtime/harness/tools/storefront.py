@@ -186,11 +186,11 @@ def read_list(ctx: ToolContext, screen: Screen, anchor: str, fields: Sequence[st
     for _ in range(MAX_SCROLLS):
         if until is not None and until(page):
             return ListRead(tuple(rows), screen, whole=False)
+        if len(rows) > max_rows:  # one row past the bound: the list does go on
+            return ListRead(tuple(rows[:max_rows]), screen, whole=False)
         scroller = _scroller(screen, page)
         if scroller is None:
             return ListRead(tuple(rows), screen, whole=True)
-        if len(rows) >= max_rows:
-            return ListRead(tuple(rows[:max_rows]), screen, whole=False)
         screen = swipe_list(ctx, scroller, "down")
         page = rows_on(screen, anchor, fields)
         new = _new_rows(rows, page)
@@ -218,5 +218,7 @@ def find_in_list(ctx: ToolContext, screen: Screen, anchor: str, wanted: str, wha
         scroller = _scroller(screen, rows_on(screen, anchor, ()))
         if scroller is None:
             break
-        screen = swipe_list(ctx, scroller, "up")  # a close match lies above where the reading stopped
+        before, screen = screen, swipe_list(ctx, scroller, "up")  # a close match lies above where the reading stopped
+        if screen.digest == before.digest:
+            break
     raise ToolFailure(ErrorCode.element_not_found, f"the {what} {chosen.text!r} went out of sight while scrolling; call read_screen")

@@ -177,3 +177,14 @@ def test_read_messages_returns_a_multi_line_text_whole(device):
     content_insert(device, "content://sms/inbox", {"address": "+15550100", "body": body, "type": 1, "date": 1_790_000_000_000})
 
     assert _tool(device, "read_messages") == [{"from": "+15550100", "text": body}]
+
+
+def test_payment_activity_of_exactly_the_bound_is_whole(device):
+    _sign_in(device, PAYPAL)
+    for day in range(1, 19):
+        content_insert(device, f"{PAYPAL}/transactions", {"counterparty": f"Shop {day}", "amount": -1.0, "note": "", "created": f"2026-12-{day:02d}"})
+
+    found = _tool(device, "payment_activity")
+
+    assert len(found["recent"]) == 30
+    assert "more" not in found
