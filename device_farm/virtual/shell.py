@@ -81,7 +81,10 @@ class ShellSession:
             if first is None or not first.words or any(op == "<" for op, _ in first.redirects):
                 continue
             argv = [w.expand(self.env) for w in first.words]
-            limit = STDIN_OPERANDS.get(argv[0].rsplit("/", 1)[-1])
+            name = argv[0].rsplit("/", 1)[-1]
+            limit = STDIN_OPERANDS.get(name)
+            if name == "sh" and any(a.startswith("-") and "c" in a for a in argv[1:]):
+                continue  # `sh -c SCRIPT` takes its script from the argument
             if limit is not None and sum(1 for a in argv[1:] if not a.startswith("-")) <= limit:
                 return True
         return False
