@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import regex
 
 from device_farm.virtual.commands.grep import MATCH_BUDGET_S, BadRegex, TooSlow, compile_source, translate
-from device_farm.virtual.commands.toyargs import UsageError, inputs, lines_of, parse
+from device_farm.virtual.commands.toyargs import UsageError, inputs, parse
 from device_farm.virtual.commands.toybox import abspath
 from device_farm.virtual.fs import FsError
 from device_farm.virtual.shell import CommandContext
