@@ -30,10 +30,15 @@ UI_SERVER_PORT = 9008
 JAR_PATH = "/data/local/tmp/u2.jar"
 
 
+def list_states(adb_host: str = "127.0.0.1", adb_port: int = 5037) -> dict[str, str]:
+    """Every device the adb server lists, serial → state (``device``, ``unauthorized``, ``offline``...)."""
+    listing = host_query(adb_host, adb_port, "host:devices")
+    return {parts[0]: parts[1] for parts in (line.split("\t") for line in listing.splitlines()) if len(parts) == 2}
+
+
 def list_serials(adb_host: str = "127.0.0.1", adb_port: int = 5037) -> list[str]:
     """Serials of the devices the adb server lists as ready (state ``device``)."""
-    listing = host_query(adb_host, adb_port, "host:devices")
-    return [parts[0] for parts in (line.split("\t") for line in listing.splitlines()) if len(parts) == 2 and parts[1] == "device"]
+    return [serial for serial, state in list_states(adb_host, adb_port).items() if state == "device"]
 
 
 class AdbDevice:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from device_farm import Device
 from device_farm.errors import AppNotInstalled, ShellCommandError
 
-_ROW = re.compile(r"^Row: \d+ (.*)$")
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _FIELD_SPLIT = re.compile(r", (?=[A-Za-z_][A-Za-z0-9_]*=)")
 _FOCUS = re.compile(r"mCurrentFocus=Window\{\S+ \S+ ([^/\s}]+)/?([^\s}]*)\}")
 
@@ -83,19 +83,62 @@ def installed_packages(device: Device) -> set[str]:
     return {line.removeprefix("package:").strip() for line in out.splitlines() if line.startswith("package:")}
 
 
-def parse_content_rows(text: str) -> list[dict[str, str | None]]:
-    """Parse ``content query`` output (``Row: 0 a=1, b=x``) into dicts; NULL becomes None."""
-    rows = []
-    for line in text.splitlines():
-        m = _ROW.match(line.strip())
-        if not m:
-            continue
-        row: dict[str, str | None] = {}
-        for field in _FIELD_SPLIT.split(m.group(1)):
-            name, _, value = field.partition("=")
-            row[name] = None if value == "NULL" else value
-        rows.append(row)
-    return rows
+def parse_content_rows(text: str, columns: Sequence[str] | None = None) -> list[dict[str, str | None]]:
+    """Parse ``content query`` output into dicts, one per row; NULL becomes None.
+
+    Android prints each row as ``Row: N col=value, col=value`` with string values verbatim, so a
+    value holding a newline goes on over the next lines and a value may hold ", ". A line opens
+    the next row only when it reads ``Row: <the next index> <first column>=`` and, with
+    ``columns``, the row before it holds every column (a last "row" that lacks some was a line
+    of the last value). With ``columns`` (the projection asked for, in order) a row is cut at
+    each ``, <next column>=``: only a value holding the next column's name that way is misread,
+    so callers put their free-text column last. Without them a row is cut before every
+    ``, name=``, which also cuts a value holding one.
+    """
+    if "\n" in text and text.count("\r\n") == text.count("\n"):
+        text = text.replace("\r\n", "\n")  # a pty's line endings (adb shell v1), not the values'
+    lines = text.removesuffix("\n").split("\n")  # only \n ends a line: a value may hold other breaks
+    if columns and not any(line.startswith(f"Row: 0 {columns[0]}=") for line in lines):
+        columns = None  # the provider did not answer in the projection's order: read the names it printed
+    records: list[str] = []
+    first = columns[0] if columns else None
+    for line in lines:
+        head = f"Row: {len(records)} "
+        rest = line[len(head):]
+        opens = line.startswith(head) and (rest.startswith(f"{first}=") if first else _FIELD_NAME.match(rest) is not None)
+        if opens and (not records or columns is None or _known_fields(records[-1], columns) is not None):
+            records.append(rest)
+            first = first or rest.partition("=")[0]
+        elif records:
+            records[-1] += "\n" + line
+    while columns and len(records) > 1 and _known_fields(records[-1], columns) is None:
+        # a "Row: N col=" line inside the last value: what follows it lacks the other columns
+        records[-2:] = [f"{records[-2]}\nRow: {len(records) - 1} {records[-1]}"]
+    return [_content_fields(record, columns) for record in records]
+
+
+def _known_fields(record: str, columns: Sequence[str]) -> dict[str, str | None] | None:
+    """``col=value, col=value`` read as exactly ``columns`` in order; None when one is missing."""
+    if not record.startswith(f"{columns[0]}="):
+        return None
+    row: dict[str, str | None] = {}
+    at = len(columns[0]) + 1
+    for name, after in zip(columns, [*columns[1:], None]):
+        end = len(record) if after is None else record.find(f", {after}=", at)
+        if end < 0:
+            return None
+        value = record[at:end]
+        row[name] = None if value == "NULL" else value
+        at = end + len(f", {after}=")
+    return row
+
+
+def _content_fields(record: str, columns: Sequence[str] | None) -> dict[str, str | None]:
+    known = _known_fields(record, columns) if columns else None
+    if known is not None:
+        return known
+    pairs = (field.partition("=") for field in _FIELD_SPLIT.split(record))
+    return {name: None if value == "NULL" else value for name, _, value in pairs}
 
 
 def content_query(
@@ -111,7 +154,7 @@ def content_query(
     result = device.shell(args)
     if not result.ok or result.output.startswith("Error") or "Exception" in result.output:
         raise ShellCommandError("content query", result.exit_code or 1, result.output)
-    return parse_content_rows(result.output)
+    return parse_content_rows(result.output, projection)
 
 
 def content_delete(device: Device, uri: str, *, where: str | None = None) -> None:

@@ -10,108 +10,171 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from planner_runtime.cli_common import ExitCode, answerer, console, err, fail, make_planner, print_child_step, print_step, print_summary, safety_gate
+from planner_runtime.cli_common import (
+    EXIT_CODES_HELP, ExitCode, answerer, console, episode_exit, err, fail, make_planner, print_child_step, print_step, print_summary,
+    reports_to_stderr, safety_gate,
+)
 from planner_runtime.collect_cli import collect, devices, export_app, replay
 from planner_runtime.config import Settings, parse_host_port
-from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.errors import ConfigError, PlannerRuntimeError
 from planner_runtime.memory_cli import memory_app, run_memory
 from planner_runtime.tasks_cli import skills_app, tasks_app
 from planner_runtime.trajectories_cli import trajectories_app
 from planner_runtime.viewer.cli import view
 
-app = typer.Typer(help="Android device-farm agent runtime: a frozen planner drives tool calls on phones.", no_args_is_help=True)
+# Help text is shown as written: format hints such as [calls] or [send, call] are not Rich markup.
+app = typer.Typer(help="Android device-farm agent runtime: a frozen planner drives tool calls on phones.", no_args_is_help=True,
+                  rich_markup_mode=None, epilog=EXIT_CODES_HELP)
 phone_app = typer.Typer(help="The built-in virtual phone.", no_args_is_help=True)
 for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skills"), (export_app, "export"),
                   (memory_app, "memory"), (trajectories_app, "trajectories")):
     app.add_typer(sub, name=name)
 
 
-@app.command()
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"planner-agent {version('planner-agent')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("planner-agent (not installed: version unknown)")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version, help="Print the version and exit."),
+) -> None:
+    """Android device-farm agent runtime: a frozen planner drives tool calls on phones."""
+    if "--help" in sys.argv[1:]:
+        return  # help is shown even when a setting is bad
+    try:  # every verb reads the settings: a bad PLANNER_AGENT_* value is one line, before anything runs
+        Settings.from_env()
+    except ConfigError as exc:
+        raise fail(str(exc)) from exc
+
+
+@app.command(epilog=EXIT_CODES_HELP)
 def run(
-    goal: Optional[str] = typer.Argument(None, help="What to do, e.g. 'Set an alarm for 7:30'."),
-    task: Optional[str] = typer.Option(None, "--task", help="Run a task from the built-in suite by id (seeds and verifies)."),
+    goal: Optional[str] = typer.Argument(None, help="What to do, e.g. 'Set an alarm for 7:30' (free-form: never seeded nor verified)."),
+    task: Optional[str] = typer.Option(None, "--task", help="Run a task from the built-in suite by id: seeds the phone first and verifies after."),
     suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
     serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Drive this attached phone."),
     adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    virtual: bool = typer.Option(False, "--virtual", help="Use the built-in virtual phone even when a phone is attached."),
+    allow_reset: bool = typer.Option(
+        False, "--allow-reset", help="With --task on a phone other than the built-in virtual one: let the task's setup reset its data "
+        "(e.g. delete every alarm). Phones in PLANNER_AGENT_DISPOSABLE_SERIALS need no flag."),
     planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, or openai://host:port/model (openai+https://... for TLS)."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
-    script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Step limit."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token limit (prompt + output, all turns)."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the trajectory as JSON at the end."),
+    script: Optional[Path] = typer.Option(None, "--script", help='For --planner scripted: a JSON list of tool calls, [{"name": "open_app", "arguments": {"app": "Clock"}}, ...].'),
+    planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="For openai planners: seconds to wait for each reply (default 60)."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Token limit (prompt + output, all turns)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file; created if missing, in an existing folder)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the trajectory as JSON on stdout (the live view goes to stderr)."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
-    seed: int = typer.Option(0, "--seed", help="With --task: the seed its random parameters are drawn with."),
+    seed: int = typer.Option(0, "--seed", min=0, help="With --task: the seed its random parameters are drawn with."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Memory profile to recall from and write to (default: 'default'; a task run without it gets a scratch memory)."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Do not read or write the memory profile."),
     answers: Optional[Path] = typer.Option(None, "--answers", help="YAML of question pattern (regex) → answer for ask_user; without a terminal and without it, no user is available."),
 ) -> None:
-    """Run the assistant on a phone (the built-in virtual phone when none is attached)."""
-    from planner_runtime.runner import open_device, run_goal
+    """Run the assistant on a phone (the built-in virtual phone when none is attached).
+
+    A free-form goal only runs the assistant: nothing is seeded and nothing verified. --task ID
+    seeds the phone with the task's starting state and checks the result; on a phone other than
+    the built-in virtual one that needs --allow-reset.
+    """
+    from device_farm.errors import DeviceError
+    from planner_runtime.contract import new_id
+    from planner_runtime.runner import check_reset, open_device, run_goal
     from planner_runtime.tasks.spec import builtin_suite, find_task, load_suite
     from planner_runtime.trajectories import TrajectoryStore
 
-    settings = Settings.from_env()
+    trajectory_id = new_id("traj_")
     try:
+        settings = Settings.from_env()
         tasks = load_suite(suite) if suite else builtin_suite()
-        spec = None
-        if task is not None:
-            spec = find_task(task, tasks).draw(seed)
-        elif goal is not None:  # a goal that is exactly a known task's goal gets that task's checks
-            spec = next((t for t in tasks.tasks if t.rendered_goal().lower() == goal.strip().lower()), None)
+        spec = find_task(task, tasks).draw(seed) if task is not None else None
         if goal is None and spec is None:
             raise fail("give a goal or --task")
+        if virtual and serial is not None:
+            raise fail("--virtual and --serial exclude each other")
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
-        brain = make_planner(planner or settings.planner, model, script)
+        if store is not None and not store.parent.is_dir():
+            raise fail(f"--store {store}: folder {store.parent} does not exist")
+        brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout)
         host, port = parse_host_port(adb or settings.adb)
-        with TrajectoryStore(store or settings.store_path) as db, run_memory(settings.home, profile, no_memory, spec is not None) as memory:
-            with open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]")) as (device, ref, source):
-                console.print(f"[bold]goal:[/bold] {goal_text}   [dim]device {ref.serial} ({ref.model}), planner {brain.name}[/dim]")
-                traj = run_goal(
-                    goal_text,
-                    device=device,
-                    device_ref=ref,
-                    source=source,
-                    planner=brain,
-                    store=db,
-                    task=spec,
-                    max_steps=max_steps or (None if spec else settings.max_steps),
-                    on_step=print_step,
-                    gate=safety_gate(policy),
-                    memory=memory,
-                    ask=answerer(answers),
-                    max_tokens=max_tokens,
-                    on_child_step=print_child_step,
-                )
+        gate, ask = safety_gate(policy), answerer(answers)
+        with reports_to_stderr(as_json), TrajectoryStore(store or settings.store_path) as db, \
+                run_memory(settings.home, profile, no_memory, spec is not None) as memory, \
+                open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]"), virtual=virtual) as (device, ref, source):
+            if spec is not None:
+                check_reset(spec, ref, source, allow_reset=allow_reset, disposable=settings.disposable_serials,
+                            warn=lambda m: err.print(f"[yellow]{m}[/yellow]", soft_wrap=True))
+            console.print(f"[bold]goal:[/bold] {goal_text}   [dim]device {ref.serial} ({ref.model}), planner {brain.name}[/dim]")
+            traj = run_goal(
+                goal_text,
+                device=device,
+                device_ref=ref,
+                source=source,
+                planner=brain,
+                store=db,
+                task=spec,
+                max_steps=max_steps or (None if spec else settings.max_steps),
+                on_step=print_step,
+                gate=gate,
+                memory=memory,
+                ask=ask,
+                max_tokens=max_tokens,
+                on_child_step=print_child_step,
+                trajectory_id=trajectory_id,
+            )
+            print_summary(traj)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
-    except Exception as exc:  # device errors and the like: say what failed, no traceback wall
-        from device_farm.errors import DeviceError
-
-        if isinstance(exc, DeviceError):
-            raise fail(f"device: {exc}", ExitCode.infra) from exc
-        raise
-    print_summary(traj)
+    except DeviceError as exc:  # the phone or adb failed: say what, no traceback wall
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
+    except KeyboardInterrupt:
+        raise _interrupted(trajectory_id, store or Settings.from_env().store_path) from None
     if as_json:
         print(traj.to_json())
+    code = episode_exit(traj)
+    if code is not ExitCode.ok:
+        raise typer.Exit(code)
+
+
+def _interrupted(trajectory_id: str, store: Path) -> typer.Exit:
+    """Ctrl-C during ``run``: name the trajectory kept so far (the episode marked it interrupted)."""
+    from planner_runtime.trajectories import TrajectoryStore
+
+    try:
+        with TrajectoryStore(store, create=False) as db:
+            db.get(trajectory_id)
+        err.print(f"interrupted: trajectory {trajectory_id} is kept as interrupted (planner-agent show {trajectory_id})", soft_wrap=True)
+    except PlannerRuntimeError:
+        err.print("interrupted before the episode started: nothing was stored")
+    return typer.Exit(ExitCode.interrupted)
 
 
 @app.command()
 def show(
     trajectory_id: str = typer.Argument(..., help="A trajectory id printed by `run`."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print only the trajectory as JSON."),
 ) -> None:
     """Show a stored trajectory step by step."""
     from planner_runtime.trajectories import TrajectoryStore
 
     try:
-        with TrajectoryStore(store or Settings.from_env().store_path) as db:
+        with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
             traj = db.get(trajectory_id)
             children = {ref: db.get(ref) for ref in db.children(traj.id)}
     except PlannerRuntimeError as exc:
@@ -137,16 +200,16 @@ def show(
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
-    port: int = typer.Option(8000, "--port", help="TCP port of the OpenAI-compatible API."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port of the OpenAI-compatible API (0: any free port)."),
     model: Optional[str] = typer.Option(None, "--model", help="An HF model dir, .safetensors or .gguf file (default: the embedded planner)."),
-    name: Optional[str] = typer.Option(None, "--name", help="The model id clients ask for (default: the model's label)."),
-    max_batch: int = typer.Option(8, "--max-batch", help="Most requests decoded together."),
+    name: Optional[str] = typer.Option(None, "--name", help="A model id clients may ask for besides `planner` (default: the model's label)."),
+    max_batch: int = typer.Option(8, "--max-batch", min=1, help="Most requests decoded together."),
 ) -> None:
-    """Serve the local planner as an OpenAI-compatible API (/v1/chat/completions with tools)."""
+    """Serve the local planner as an OpenAI-compatible API (/v1/chat/completions with tools and streaming)."""
     import threading
 
     from planner_runtime.planners.local import LocalPlanner
-    from planner_runtime.serving.server import PlannerServer
+    from planner_runtime.serving.server import ALIAS, PlannerServer
 
     server = PlannerServer(LocalPlanner(model), model_name=name, host=host, port=port, max_batch=max_batch)
     try:
@@ -156,7 +219,8 @@ def serve(
         raise fail(str(exc)) from exc
     except OSError as exc:
         raise fail(f"cannot listen on {host}:{port}: {exc}") from exc
-    err.print(f"serving model {server.model_name!r} at {server.base_url} (try --planner openai://{host}:{server.port}/{server.model_name})", soft_wrap=True)
+    names = " or ".join(repr(m) for m in server.model_ids)
+    err.print(f"serving model {names} at {server.base_url} (try --planner openai://{host}:{server.port}/{ALIAS})", soft_wrap=True, markup=False)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -171,7 +235,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 @phone_app.command("serve")
 def phone_serve(
-    port: int = typer.Option(5555, "--port", help="TCP port for the adb transport (5555-5585 are auto-attached by adb); 0: any free port."),
+    port: int = typer.Option(5555, "--port", min=0, max=65535, help="TCP port for the adb transport (5555-5585 are auto-attached by adb); 0: any free port."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
     count: int = typer.Option(1, "--count", "-n", min=1, max=256, help="Serve this many phones (ports PORT, PORT+1, ...)."),
     processes: int = typer.Option(1, "--processes", min=1, help="Spread the phones over this many worker processes (one core each at most)."),
@@ -189,6 +253,8 @@ def phone_serve(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the phones as Ctrl-C does
+    if port and port + count - 1 > 65535:
+        raise fail(f"--port {port} --count {count}: the last phone's port would be {port + count - 1}, above 65535")
     key_files = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
     if processes > 1:
         return _serve_phone_processes(count, processes, host, port, key_files, accept_new_keys)

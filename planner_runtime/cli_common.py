@@ -4,13 +4,18 @@ the summary of an episode, and building a planner, a safety gate and an answerer
 from __future__ import annotations
 
 import json
+import sys
+from contextlib import contextmanager
 from enum import IntEnum
 from pathlib import Path
+from typing import Any, Iterator
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from planner_runtime.contract import Step, Trajectory
+from planner_runtime.contract import FailureKind, Step, Trajectory, TrajectoryStatus
+from planner_runtime.errors import ConfigError
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -27,9 +32,45 @@ class ExitCode(IntEnum):
     interrupted = 130  # Ctrl-C (as shells report SIGINT)
 
 
+EXIT_CODES_HELP = (
+    "Exit status: 0 the job succeeded (an episode finished and its verdict, if any, passed); "
+    "1 it ran but failed (a failed verdict); 2 a usage mistake, nothing run; "
+    "3 an infrastructure fault (device, planner endpoint); 4 an episode cut off by its step, token or time limit; "
+    "130 interrupted (Ctrl-C)."
+)
+
+
 def fail(message: str, code: int = ExitCode.usage) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}")
+    """One line on stderr, printed as is (a message may hold ``[...]``, which is not markup)."""
+    err.print(f"[red]error:[/red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def episode_exit(traj: Trajectory) -> ExitCode:
+    """The exit status of a verb that ran one episode (see :class:`ExitCode`)."""
+    if traj.status is TrajectoryStatus.infra_error:
+        return ExitCode.infra
+    if traj.status is TrajectoryStatus.truncated:
+        return ExitCode.truncated
+    if traj.status is TrajectoryStatus.interrupted:
+        return ExitCode.interrupted
+    if traj.verdict is not None and not traj.verdict.success:
+        return ExitCode.infra if traj.verdict.failure_kind is FailureKind.infra else ExitCode.failed
+    return ExitCode.ok
+
+
+@contextmanager
+def reports_to_stderr(enabled: bool) -> Iterator[None]:
+    """With ``--json``, stdout carries only the JSON: the live view and summaries go to stderr."""
+    if not enabled:
+        yield
+        return
+    saved = console.file
+    console.file = sys.stderr
+    try:
+        yield
+    finally:
+        console.file = saved
 
 
 def _screen_summary(step: Step) -> str:
@@ -77,8 +118,6 @@ def _ask_user(question: str) -> str:
 
 def answerer(answers: Path | None):  # noqa: ANN202 - an Answerer, or None when nobody can answer
     """A file of answers (question pattern → answer) first; then the person, when at a terminal."""
-    import sys
-
     from planner_runtime.harness.tools.user import ScriptedAnswers, chain
 
     return chain(ScriptedAnswers.load(answers) if answers else None, _ask_user if sys.stdin.isatty() else None)
@@ -94,18 +133,52 @@ def print_summary(traj: Trajectory) -> None:
             mark = "[green]✓[/green]" if check.passed else "[red]✗[/red]"
             console.print(f"  {mark} {check.name} — {check.evidence}")
     else:
-        console.print("[bold]verdict:[/bold] none (the goal is not a task with completion criteria; use --task)")
+        console.print("[bold]verdict:[/bold] none (a free-form goal is neither seeded nor verified; use --task ID for a task's checks)")
     console.print(f"[bold]trajectory:[/bold] {traj.id}  ({len(traj.steps)} steps, {traj.usage.prompt_tokens} prompt + {traj.usage.completion_tokens} output tokens)")
 
 
-def make_planner(backend: str, model: str | None, script: Path | None):  # noqa: ANN202 - a Planner
+def read_json(path: Path, option: str) -> Any:
+    """A JSON file given to ``option``; a missing or malformed file is a :class:`ConfigError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{option} {path}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{option} {path}: not JSON: {exc}") from None
+
+
+def check_calls(items: Any, where: str) -> list[dict[str, Any]]:
+    """A script of tool calls: a list of ``{"name": "...", "arguments": {...}}`` objects."""
+    if not isinstance(items, list):
+        raise ConfigError(f'{where}: expected a JSON list of tool calls like [{{"name": "open_app", "arguments": {{"app": "Clock"}}}}]')
+    for number, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ConfigError(f'{where}: item {number} is not an object with "name" and "arguments"')
+        if not isinstance(item.get("name"), str) or not item["name"]:
+            raise ConfigError(f'{where}: item {number} has no "name" (the tool to call)')
+        if not isinstance(item.get("arguments", {}), dict):
+            raise ConfigError(f'{where}: item {number}: "arguments" must be an object')
+    return items
+
+
+def load_script(path: Path) -> list[dict[str, Any]]:
+    """``--script FILE`` for the scripted planner, checked (see :func:`check_calls`)."""
+    return check_calls(read_json(path, "--script"), f"--script {path}")
+
+
+def make_planner(backend: str, model: str | None, script: Path | None, timeout: float | None = None):  # noqa: ANN202 - a Planner
+    """The planner of ``--planner``; ``timeout`` (seconds per request) applies to openai backends."""
     from planner_runtime import planners
 
     kwargs: dict = {}
     if backend == "local" and model:
         kwargs["model"] = model
     if backend == "scripted":
-        kwargs["script"] = json.loads(script.read_text()) if script else []
+        kwargs["script"] = load_script(script) if script else []
+    if timeout is not None and backend.startswith("openai"):
+        kwargs["timeout"] = timeout
     return planners.create(backend, **kwargs)
 
 
@@ -116,8 +189,6 @@ def _ask(tool: str, category, arguments: dict) -> bool:  # noqa: ANN001 - Sensit
 
 def safety_gate(policy: Path | None):  # noqa: ANN202 - SafetyGate
     """Policy from a file (deny by default); a y/n prompt for the rest when a person is at the terminal."""
-    import sys
-
     from planner_runtime.harness.safety import Policy, SafetyGate
 
     rules = Policy.load(policy) if policy else Policy()

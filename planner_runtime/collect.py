@@ -1,10 +1,15 @@
 """Collect trajectories: a suite's tasks, repeated, run in parallel over a device pool.
 
 Each work item (``<task id>#<repeat>``) runs on whatever device the pool leases. An infra
-failure — the device dropped, the episode ended ``infra_error`` or the verdict says ``infra`` —
-is kept as a trajectory, counted against the device, and the item is retried on another device.
-Trajectories are tagged with the collection id, so an interrupted collection resumes where it
-stopped: items that already ended with a judgement about the planner are not run again.
+failure — the device dropped, the planner endpoint was down, the episode ended ``infra_error``
+or the verdict says ``infra`` — is kept as a trajectory (scored as infra, never against the
+planner) and the item is retried, on another device where the pool has one; a fault the device
+caused is counted against it. Trajectories are tagged with the collection id, so an interrupted
+collection resumes where it stopped: items that already ended with a judgement about the planner
+are not run again.
+
+Every task seeds its phone, which deletes the data of the apps it uses: a collection runs only
+on virtual phones and on phones marked disposable, unless ``allow_reset`` says otherwise.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from device_farm import Device
 from device_farm.errors import DeviceError
 from device_farm.pool import DevicePool
-from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
+from device_farm.sources import DeviceCandidate
+from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import Policy, SafetyGate
 from planner_runtime.planners import Planner
@@ -59,10 +66,41 @@ class CollectionStopped(PlannerRuntimeError):
     """An episode raised what no episode should (a bug): the collection stopped, finished items kept."""
 
 
+class ResetRefused(PlannerRuntimeError):
+    """The pool holds phones that seeding would wipe and the collection was not allowed to."""
+
+
+def resettable(candidate: DeviceCandidate, disposable: frozenset[str] = frozenset()) -> bool:
+    """Whether seeding a task may wipe this phone: a built-in virtual one, or one marked disposable."""
+    return candidate.key.startswith("virtual/") or candidate.serial in disposable
+
+
+def at_risk(pool: DevicePool, disposable: frozenset[str] = frozenset()) -> list[str]:
+    """Serials of the pool's phones whose data a collection would delete."""
+    return sorted({c.serial for c, _ in pool.discover(fresh=True) if not resettable(c, disposable)})
+
+
 def _is_infra(traj: Trajectory) -> bool:
     return traj.status is TrajectoryStatus.infra_error or (
         traj.verdict is not None and traj.verdict.failure_kind is FailureKind.infra
     )
+
+
+_DEVICE_CODES = {ErrorCode.device_offline, ErrorCode.ui_server_down}
+
+
+def _device_at_fault(traj: Trajectory, device: Device) -> bool:
+    """Whether an infra episode's fault was the device's: its last step says so, or the device
+    does not answer now. A planner endpoint that was down is not — counting that against
+    healthy phones would quarantine the whole pool."""
+    error = traj.steps[-1].feedback.error if traj.steps else None
+    if error is not None and error.code in _DEVICE_CODES:
+        return True
+    try:
+        device.shell(["echo", "ok"], timeout=5.0)
+    except DeviceError as exc:
+        return exc.infra
+    return False
 
 
 class _Shared:
@@ -90,11 +128,19 @@ def collect(
     lease_timeout: float = 120.0,
     on_change: Callable[[Progress], None] | None = None,
     policy: Policy | None = None,
+    max_steps: int | None = None,
+    allow_reset: bool = False,
+    disposable: frozenset[str] = frozenset(),
 ) -> tuple[str, Progress]:
     """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts).
 
     Nobody is at a terminal in a collection: sensitive actions run only where ``policy`` allows
-    them (deny by default)."""
+    them (deny by default). ``max_steps`` overrides each task's step limit. Phones other than
+    virtual ones and the ``disposable`` serials are refused (:class:`ResetRefused`) unless
+    ``allow_reset``. On Ctrl-C no new item starts and ``KeyboardInterrupt`` propagates; the
+    collection resumes with the same id."""
+    if not allow_reset and (wiped := at_risk(pool, disposable)):
+        raise ResetRefused(_refusal(wiped))
     collection = collection or new_id("coll_")
     done = completed_items(store, collection)
     items = [Item(t, r) for r in range(repeat) for t in tasks]
@@ -122,9 +168,10 @@ def collect(
             on_change(progress)
 
     crashes: list[tuple[str, Exception]] = []
+    stopping = threading.Event()
 
     def worker(index: int) -> None:
-        while not crashes:
+        while not crashes and not stopping.is_set():
             try:
                 item, attempt = work.get(timeout=0.2)
             except queue.Empty:
@@ -135,20 +182,28 @@ def collect(
             try:
                 run_item(index, item, attempt)
             except Exception as exc:  # a bug, not the planner's or the device's: stop rather than hang or miscount
-                log.exception("collection %s: %s crashed its worker", collection, item.key)
+                if stopping.is_set():
+                    return  # interrupted: the store and the pool are closing under this episode
+                if not isinstance(exc, ResetRefused):
+                    log.exception("collection %s: %s crashed its worker", collection, item.key)
                 crashes.append((item.key, exc))
 
     def run_item(index: int, item: Item, attempt: int) -> None:
         lease = pool.lease(timeout=lease_timeout, holder=f"collect {collection} worker {index}")
         try:
             with lease as device:
+                if not allow_reset and not resettable(lease.candidate, disposable):  # attached since the check
+                    raise ResetRefused(_refusal([lease.candidate.serial]))
                 ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
                 source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
                 task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
                 traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
                                 planner=planner_for(task), store=store, task=task,
-                                collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()))
-                if _is_infra(traj):  # the episode kept its trajectory; the device takes the fault
+                                collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()),
+                                max_steps=max_steps)
+                if stopping.is_set():
+                    return  # interrupted: the pool closed its phones under this episode; nobody's fault
+                if _is_infra(traj) and _device_at_fault(traj, device):  # the episode kept its trajectory; the device takes the fault
                     lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))
             settle(item, attempt, _is_infra(traj), bool(traj.verdict and traj.verdict.success))
         except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)
@@ -157,15 +212,28 @@ def collect(
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)  # a bounded wait, so Ctrl-C reaches this thread
+    except KeyboardInterrupt:
+        stopping.set()
+        raise
     if crashes:
         key, exc = crashes[0]
+        if isinstance(exc, ResetRefused):
+            raise exc
         raise CollectionStopped(
             f"collection {collection} stopped: {key} raised {type(exc).__name__}: {exc}; "
             f"finished items are kept, continue with --resume {collection}"
         ) from exc
     return collection, progress
+
+
+def _refusal(serials: Sequence[str]) -> str:
+    return (f"seeding a task deletes app data on the phone, and {', '.join(serials)} "
+            f"{'is' if len(serials) == 1 else 'are'} not a virtual phone: pass --allow-reset if "
+            "it may be wiped, or list it in PLANNER_AGENT_DISPOSABLE_SERIALS")
 
 
 def shared(planner: Planner) -> Planner:

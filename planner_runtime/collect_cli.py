@@ -21,93 +21,213 @@ def collect(
     suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
     task: Optional[list[str]] = typer.Option(None, "--task", help="Only these task ids (repeat the option)."),
     split: Optional[str] = typer.Option(None, "--split", help="Only the train or the test split."),
-    devices: int = typer.Option(4, "--devices", "-n", help="Episodes in parallel (and virtual phones, without --adb/--appium)."),
-    adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several)."),
+    devices: int = typer.Option(4, "--devices", "-n", min=1, help="Episodes in parallel (and virtual phones, without --adb/--appium)."),
+    adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several); needs --allow-reset."),
     planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: JSON {task id: [calls]}."),
-    repeat: int = typer.Option(1, "--repeat", "-k", help="Episodes per task."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="A collection id to continue (finished items are skipped)."),
+    repeat: Optional[int] = typer.Option(None, "--repeat", "-k", min=1, help="Episodes per task (default 1; on --resume it may grow)."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="A collection id to continue with what it was started with (finished items are skipped)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy for the episodes (allow: [purchase, pay, ...]); deny by default."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of every episode (default: each task's own)."),
+    planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
+    allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout (progress goes to stderr)."),
 ) -> None:
-    """Run a suite's tasks K times each over N devices in parallel; infra failures retried elsewhere."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """Run a suite's tasks K times each over N devices in parallel; infra failures retried elsewhere.
 
+    Exit status: 0 when every item ran to a verdict (failed verdicts are results, not a failed
+    job), 3 when items stayed infra faults after their retries, 2 for a usage error, 130 on Ctrl-C
+    (the collection id and the command that resumes it are printed).
+    """
+    from planner_runtime.collect import CollectionStopped, at_risk
     from planner_runtime.collect import collect as run_collection
-    from planner_runtime.collect import shared
+    from planner_runtime.collection_spec import CollectionSpec
+    from planner_runtime.contract import new_id
     from planner_runtime.devices_view import pool_from_options
-    from planner_runtime.harness.safety import Policy
-    from planner_runtime.planners.scripted import ScriptedPlanner
-    from planner_runtime.tasks.spec import builtin_suite, load_suite
     from planner_runtime.trajectories import TrajectoryStore
 
-    settings = Settings.from_env()
+    coll = resume or new_id("coll_")
+    again = resume_command(coll, store=store, adb=adb, devices=devices, state_dir=state_dir, allow_reset=allow_reset,
+                           planner_timeout=planner_timeout)
     try:
-        tasks = list((load_suite(suite) if suite else builtin_suite()).tasks)
-        if task:
-            unknown = set(task) - {t.id for t in tasks}
-            if unknown:
-                raise fail(f"no task {sorted(unknown)[0]!r}; see `planner-agent tasks list`")
-            tasks = [t for t in tasks if t.id in task]
-        if split:
-            tasks = [t for t in tasks if t.split_name == split]
-        backend = planner or settings.planner
-        if backend == "scripted":
-            scripts = json.loads(script.read_text()) if script else {}
-            planner_for = lambda t: ScriptedPlanner(scripts.get(t.id, []))  # noqa: E731
-        else:
-            one = shared(make_planner(backend, model, None))
-            planner_for = lambda t: one  # noqa: E731
-        pool = pool_from_options(adb or [], 0 if adb else devices, state_dir)
-        with TrajectoryStore(store or settings.store_path) as db, pool, Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-        ) as bar:
-            row = bar.add_task("collecting", total=len(tasks) * repeat)
-
-            def show(p) -> None:  # noqa: ANN001 - collect.Progress
-                bar.update(row, completed=p.done + p.skipped,
-                           description=f"[green]{p.success} ok[/green] [red]{p.failed} failed[/red] [yellow]{p.infra} infra[/yellow]")
-
-            coll, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=devices,
-                                          repeat=repeat, collection=resume, on_change=show,
-                                          policy=Policy.load(policy) if policy else None)
+        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model, script=script,
+                       policy=_policy(policy), max_steps=max_steps)
+        settings = Settings.from_env()
+        path = store or settings.store_path
+        with TrajectoryStore(path, create=resume is None) as db:
+            if resume is None:
+                spec = CollectionSpec.from_options(**{**options, "planner": planner or settings.planner})
+            else:
+                recorded = db.collection_spec(resume)
+                if recorded is None and not db.has_collection(resume):
+                    raise fail(f"no collection {resume!r} in {path}; see `planner-agent trajectories list` for ids", ExitCode.usage)
+                # a collection from a release that kept no spec resumes with the options given now
+                spec = (CollectionSpec.model_validate(recorded).resumed_with(**options) if recorded is not None
+                        else CollectionSpec.from_options(**{**options, "planner": planner or settings.planner}))
+            tasks = _tasks(spec)
+            planner_for = _planners(spec, planner_timeout)
+            disposable = _disposable(settings)
+            pool = pool_from_options(adb or [], 0 if adb else devices, state_dir)
+            with pool:
+                wiped = at_risk(pool, disposable)
+                if wiped and allow_reset:
+                    err.print(f"[yellow]warning:[/yellow] --allow-reset: every task's setup deletes app data on {', '.join(wiped)}")
+                db.record_collection(coll, spec.model_dump(mode="json"))
+                counts = _run(run_collection, tasks, spec, coll=coll, pool=pool, db=db, planner_for=planner_for,
+                              workers=devices, allow_reset=allow_reset, disposable=disposable)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: collection {coll} keeps its finished items; resume it with\n  {again}", soft_wrap=True, markup=False)
+        raise typer.Exit(ExitCode.interrupted) from None
+    except CollectionStopped as exc:
+        raise fail(str(exc), ExitCode.failed) from exc
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
-    console.print(
-        f"collection {coll}: {counts.success} succeeded, {counts.failed} failed, {counts.infra} infra episodes retried, "
-        f"{counts.skipped} skipped (done before), {len(counts.gave_up)} given up"
-    )
+    report = {"collection": coll, "total": counts.total, "succeeded": counts.success, "failed": counts.failed,
+              "infra_retried": counts.infra, "skipped": counts.skipped, "gave_up": counts.gave_up}
+    if as_json:
+        print(json.dumps(report))
+    else:
+        console.print(
+            f"collection {coll}: {counts.success} succeeded, {counts.failed} failed, {counts.infra} infra episodes retried, "
+            f"{counts.skipped} skipped (done before), {len(counts.gave_up)} given up"
+        )
     if counts.gave_up:
-        console.print("given up after repeated infra failures: " + ", ".join(counts.gave_up))
+        err.print("given up after repeated infra failures (not counted against the planner): " + ", ".join(counts.gave_up)
+                  + f"\nrun them again with\n  {again}", soft_wrap=True, markup=False)
+        raise typer.Exit(ExitCode.infra)
+
+
+def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, allow_reset, disposable):  # noqa: ANN001, ANN202
+    """The collection with a live progress bar on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
+        row = bar.add_task("collecting", total=len(tasks) * spec.repeat)
+
+        def show(p) -> None:  # noqa: ANN001 - collect.Progress
+            bar.update(row, completed=p.done + p.skipped,
+                       description=f"[green]{p.success} ok[/green] [red]{p.failed} failed[/red] [yellow]{p.infra} infra[/yellow]")
+
+        _, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=workers, repeat=spec.repeat,
+                                   collection=coll, on_change=show, policy=spec.policy, max_steps=spec.max_steps,
+                                   allow_reset=allow_reset, disposable=disposable)
+    return counts
+
+
+def resume_command(coll: str, *, store: Path | None, adb: list[str] | None, devices: int, state_dir: Path | None,
+                   allow_reset: bool, planner_timeout: float | None) -> str:
+    """The command that continues ``coll`` on the same devices and store (the rest is recorded)."""
+    import shlex
+
+    words = ["planner-agent", "collect", "--resume", coll]
+    words += ["--store", str(store)] if store else []
+    for address in adb or []:
+        words += ["--adb", address]
+    words += ["-n", str(devices)]
+    words += ["--state-dir", str(state_dir)] if state_dir else []
+    words += ["--planner-timeout", f"{planner_timeout:g}"] if planner_timeout else []
+    words += ["--allow-reset"] if allow_reset else []
+    return shlex.join(words)
+
+
+def _policy(path: Path | None):  # noqa: ANN202 - a Policy, or None when not given
+    from planner_runtime.harness.safety import Policy
+
+    return Policy.load(path) if path else None
+
+
+def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
+    from planner_runtime.tasks.spec import builtin_suite, load_suite
+
+    tasks = list((load_suite(Path(spec.suite)) if spec.suite else builtin_suite()).tasks)
+    unknown = set(spec.tasks) - {t.id for t in tasks}
+    if unknown:
+        raise fail(f"no task {sorted(unknown)[0]!r}; see `planner-agent tasks list`")
+    if spec.tasks:
+        tasks = [t for t in tasks if t.id in spec.tasks]
+    if spec.split:
+        tasks = [t for t in tasks if t.split_name == spec.split]
+    if not tasks:
+        raise fail("no task matches --task and --split")
+    return tasks
+
+
+def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
+    """One planner per episode for scripted runs (each task's own calls), else one shared by every worker."""
+    from planner_runtime.collect import shared
+    from planner_runtime.planners.scripted import ScriptedPlanner
+
+    if spec.planner == "scripted":
+        scripts = _scripts(Path(spec.script)) if spec.script else {}
+        return lambda t: ScriptedPlanner(scripts.get(t.id, []))
+    one = shared(make_planner(spec.planner, spec.model, None, **_timeout(timeout)))
+    return lambda t: one
+
+
+def _timeout(seconds: float | None) -> dict[str, float]:
+    """make_planner's ``timeout`` when --planner-timeout was given (else the backend's default)."""
+    return {} if seconds is None else {"timeout": seconds}
+
+
+def _scripts(path: Path) -> dict:
+    try:
+        scripts = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"--script {path}: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise fail(f"--script {path}: not JSON ({exc})") from exc
+    if not isinstance(scripts, dict) or not all(isinstance(calls, list) for calls in scripts.values()):
+        raise fail(f"--script {path}: expected a JSON object {{task id: [calls]}}")
+    return scripts
+
+
+def _disposable(settings: Settings) -> frozenset[str]:
+    """Serials the user marked disposable (PLANNER_AGENT_DISPOSABLE_SERIALS), as a set."""
+    value = getattr(settings, "disposable_serials", None) or ()
+    if isinstance(value, str):
+        value = value.split(",")
+    return frozenset(s.strip() for s in value if s.strip())
 
 
 def replay(
     trajectory_id: Optional[str] = typer.Argument(None, help="A stored trajectory id."),
-    from_step: Optional[int] = typer.Option(None, "--from-step", help="Re-plan from this step with --planner (0-based)."),
+    from_step: Optional[int] = typer.Option(None, "--from-step", min=0, help="Re-plan from this step with --planner (0-based)."),
     failed: bool = typer.Option(False, "--failed", help="Re-execute every failed trajectory (with --since)."),
     since: Optional[datetime] = typer.Option(None, "--since", help="With --failed: only those started at or after this date."),
     planner: Optional[str] = typer.Option(None, "--planner", "-p", help="With --from-step: the planner that takes over."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
-    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Replay on this attached phone."),
+    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Replay on this attached phone (needs --allow-reset)."),
     adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file); it must exist."),
+    planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
+    allow_reset: bool = typer.Option(False, "--allow-reset", help="Let replay seed and drive a phone that is not virtual or disposable."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per replayed trajectory on stdout."),
 ) -> None:
     """Re-execute a trajectory's calls on a fresh phone and show the first step that differs,
-    or re-plan it from a step with another planner and compare verdicts."""
+    or re-plan it from a step with another planner and compare verdicts.
+
+    Exit status: 0 when every re-execution reproduced its record exactly (whatever the verdict),
+    or the re-planned episode succeeded; 1 when a replay diverged or the re-planned episode did
+    not succeed; 2 for a usage error; 3 for a device or planner endpoint fault.
+    """
+    from device_farm.errors import DeviceError
+    from planner_runtime.contract import Source
     from planner_runtime.replay import reexecute, replan
     from planner_runtime.runner import open_device
     from planner_runtime.tasks.spec import builtin_suite
     from planner_runtime.trajectories import TrajectoryStore
 
-    settings = Settings.from_env()
-    host, port = parse_host_port(adb or settings.adb)
-    tasks = {t.id: t for t in builtin_suite().tasks}
     say = lambda m: err.print(f"[dim]{m}[/dim]")  # noqa: E731
+    good = True
     try:
-        with TrajectoryStore(store or settings.store_path) as db:
+        settings = Settings.from_env()
+        host, port = parse_host_port(adb or settings.adb)
+        tasks = {t.id: t for t in builtin_suite().tasks}
+        with TrajectoryStore(store or settings.store_path, create=False) as db:
             if failed:
                 ids = list(db.ids(success=False, since=since))
             elif trajectory_id:
@@ -118,47 +238,80 @@ def replay(
                 traj = db.get(traj_id)
                 task = tasks.get(traj.task_id or "")
                 with open_device(serial, host, port, say=say) as (device, ref, source):
+                    if source is not Source.sandbox and not allow_reset and ref.serial not in _disposable(settings):
+                        raise fail(f"replay seeds and drives the phone, which changes its data, and {ref.serial} is not "
+                                   "a virtual phone: pass --allow-reset if it may be wiped, or list it in "
+                                   "PLANNER_AGENT_DISPOSABLE_SERIALS")
+                    if source is not Source.sandbox:
+                        err.print(f"[yellow]warning:[/yellow] replay resets app data on {ref.serial}")
                     if from_step is None:
                         report = reexecute(traj, device, task)
-                        diff = report.divergence
-                        where = "reproduced exactly" if diff is None else (
-                            f"step {diff.step + 1} differs in {diff.what}: recorded {diff.recorded!r}, now {diff.replayed!r}")
-                        verdict = "-" if report.verdict is None else ("success" if report.verdict.success else "failed")
-                        console.print(f"[bold]{traj.id}[/bold] {traj.task_id or traj.goal!r}: {report.steps_replayed} calls re-run, {where}; verdict now {verdict}")
+                        good &= report.divergence is None
+                        _print_reexecuted(traj, report, as_json)
                         continue
-                    brain = make_planner(planner or settings.planner, model, script)
+                    brain = make_planner(planner or settings.planner, model, script, **_timeout(planner_timeout))
                     new = replan(traj, from_step, planner=brain, device=device, device_ref=ref, store=db,
-                                 task=task, source=source, on_step=print_step)
+                                 task=task, source=source, on_step=None if as_json else print_step)
                     old_v = traj.verdict.success if traj.verdict else None
                     new_v = new.verdict.success if new.verdict else None
-                    console.print(f"recorded verdict: {old_v}  re-planned from step {from_step + 1} with {brain.name}: {new_v}  → {new.id}")
+                    good &= bool(new_v)
+                    if as_json:
+                        print(json.dumps({"trajectory": traj.id, "from_step": from_step, "planner": brain.name,
+                                          "recorded_success": old_v, "success": new_v, "new_trajectory": new.id}))
+                    else:
+                        console.print(f"recorded verdict: {old_v}  re-planned from step {from_step + 1} with {brain.name}: {new_v}  → {new.id}")
+    except DeviceError as exc:
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
+    if not good:
+        raise typer.Exit(ExitCode.failed)
+
+
+def _print_reexecuted(traj, report, as_json: bool) -> None:  # noqa: ANN001 - Trajectory, ReplayReport
+    diff = report.divergence
+    verdict = None if report.verdict is None else report.verdict.success
+    if as_json:
+        print(json.dumps({"trajectory": traj.id, "task_id": traj.task_id, "steps_replayed": report.steps_replayed,
+                          "reproduced": diff is None, "success": verdict,
+                          "divergence": None if diff is None else {"step": diff.step, "what": diff.what,
+                                                                   "recorded": diff.recorded, "replayed": diff.replayed}},
+                         default=str))
+        return
+    where = "reproduced exactly" if diff is None else (
+        f"step {diff.step + 1} differs in {diff.what}: recorded {diff.recorded!r}, now {diff.replayed!r}")
+    shown = "-" if verdict is None else ("success" if verdict else "failed")
+    console.print(f"[bold]{traj.id}[/bold] {traj.task_id or traj.goal!r}: {report.steps_replayed} calls re-run, {where}; verdict now {shown}")
 
 
 def devices(
     adb: Optional[list[str]] = typer.Option(None, "--adb", help="An adb server host:port (repeat for several; default: the configured one)."),
-    virtual: int = typer.Option(0, "--virtual", help="Also start this many built-in virtual phones."),
+    virtual: int = typer.Option(0, "--virtual", min=0, help="Also start this many built-in virtual phones."),
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The pool's lock and fault records (default: shared on this host)."),
     appium: Optional[list[str]] = typer.Option(None, "--appium", help="An Appium server URL (repeat for several; capabilities from PLANNER_AGENT_APPIUM_CAPS)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Every device with its health, holder and fault counts."""
+    """Every device with its health, holder and fault counts.
+
+    Exit status: 0 when the listing was made (an unreachable source is reported in it), 2 for a
+    usage error, 3 when the devices could not be listed.
+    """
+    from device_farm.errors import DeviceError
     from planner_runtime.devices_view import devices_json, devices_table, pool_from_options
 
-    settings = Settings.from_env()
-    addresses = adb or ([] if virtual or appium else [settings.adb])
-    urls = appium or ([settings.appium_url] if settings.appium_url and not adb else [])
-    pool = pool_from_options(addresses, virtual, state_dir, [(url, settings.appium_caps) for url in urls])
     try:
+        settings = Settings.from_env()
+        addresses = adb or ([] if virtual or appium else [settings.adb])
+        urls = appium or ([settings.appium_url] if settings.appium_url and not adb else [])
+        for address in addresses:
+            parse_host_port(address)
+        pool = pool_from_options(addresses, virtual, state_dir, [(url, settings.appium_caps) for url in urls])
         with pool:
             rows = pool.status()
-    except Exception as exc:  # device errors: say what failed, no traceback wall
-        from device_farm.errors import DeviceError
-
-        if isinstance(exc, DeviceError):
-            raise fail(f"device: {exc}", ExitCode.infra) from exc
-        raise
+    except DeviceError as exc:  # say what failed, no traceback wall
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
     if as_json:
         print(json.dumps(devices_json(rows, pool.source_errors, pool.sources), indent=2))
         return
@@ -170,17 +323,26 @@ def devices(
 @export_app.command("sft")
 def export_sft_cmd(
     out: Path = typer.Option(..., "--out", help="JSONL file to write."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file); it must exist."),
     task: Optional[str] = typer.Option(None, "--task", help="Only trajectories of this task."),
     include_failed: bool = typer.Option(False, "--include-failed", help="Also unverified and failed episodes (their ok turns)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout."),
 ) -> None:
-    """SFT data in TRL's prompt-completion format; turns that drew an error are never targets."""
+    """SFT data in TRL's prompt-completion format; turns that drew an error are never targets.
+
+    Exit status: 0 when the file was written (even with no rows), 2 for a usage error (a missing
+    store, an unwritable --out).
+    """
     from planner_runtime.data.export import export_sft
     from planner_runtime.trajectories import TrajectoryStore
 
     try:
-        with TrajectoryStore(store or Settings.from_env().store_path) as db:
+        with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
             stats = export_sft(db, out, only_success=not include_failed, task_id=task)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps({"out": str(out), "rows": stats.rows, "trajectories": stats.trajectories,
+                          "masked_turns": stats.masked_turns}))
+        return
     console.print(f"{out}: {stats.rows} rows from {stats.trajectories} trajectories ({stats.masked_turns} error turns masked)")

@@ -1,6 +1,8 @@
 """Settings: typed, documented, read from environment variables (prefix ``PLANNER_AGENT_``).
 
-This is the one place that reads the environment; everything else takes plain arguments.
+This is the one place that reads the environment; everything else takes plain arguments. A bad
+value is a :class:`~planner_runtime.errors.ConfigError` naming the variable, its value and what
+it must be, one line per variable.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from planner_runtime.errors import ConfigError
 
@@ -26,7 +28,7 @@ class Settings(BaseModel):
         description="Where trajectories and other user data live (PLANNER_AGENT_HOME).",
     )
     adb: str = Field(default="127.0.0.1:5037", description="The adb server to look for phones on, host:port (PLANNER_AGENT_ADB).")
-    planner: str = Field(default="local", description="Default planner backend (PLANNER_AGENT_PLANNER).")
+    planner: str = Field(default="local", min_length=1, description="Default planner backend (PLANNER_AGENT_PLANNER).")
     max_steps: int = Field(default=12, ge=1, description="Default step limit of an episode (PLANNER_AGENT_MAX_STEPS).")
     appium_url: str | None = Field(
         default=None, description="An Appium server, grid or device cloud, e.g. http://127.0.0.1:4723 (PLANNER_AGENT_APPIUM_URL)."
@@ -42,30 +44,68 @@ class Settings(BaseModel):
         description='Dollars per 1M tokens by planner model, as JSON: {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}; '
         "a key matches a trajectory's planner release or the model inside it; local models cost 0 (PLANNER_AGENT_PRICES).",
     )
+    disposable_serials: tuple[str, ...] = Field(
+        default=(),
+        description="Phones whose data may be reset by `run --task` without --allow-reset, comma-separated serials "
+        "(PLANNER_AGENT_DISPOSABLE_SERIALS); the built-in virtual phone always may be.",
+    )
 
     @field_validator("appium_caps", "prices", mode="before")
     @classmethod
-    def _caps_from_json(cls, value: Any) -> Any:
-        return json.loads(value) if isinstance(value, str) else value
+    def _from_json(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"not JSON ({exc})") from None
+
+    @field_validator("disposable_serials", mode="before")
+    @classmethod
+    def _serials(cls, value: Any) -> Any:
+        return tuple(s.strip() for s in value.split(",") if s.strip()) if isinstance(value, str) else value
+
+    @field_validator("adb")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        try:
+            parse_host_port(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @property
     def store_path(self) -> Path:
         return self.home / "trajectories.sqlite"
 
     @classmethod
+    def variable(cls, field: str) -> str:
+        """The environment variable of a field: ``max_steps`` → ``PLANNER_AGENT_MAX_STEPS``."""
+        return PREFIX + field.upper()
+
+    @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
-        values = {name: env[PREFIX + name.upper()] for name in cls.model_fields if PREFIX + name.upper() in env}
+        values = {name: env[cls.variable(name)] for name in cls.model_fields if cls.variable(name) in env}
         try:
             return cls(**values)
-        except ValueError as exc:
-            raise ConfigError(f"bad {PREFIX}* setting: {exc}") from exc
+        except ValidationError as exc:
+            raise ConfigError("; ".join(_explain(error, values) for error in exc.errors())) from None
+
+
+def _explain(error: Any, values: dict[str, str]) -> str:
+    """``PLANNER_AGENT_MAX_STEPS='0': Input should be greater than or equal to 1``."""
+    field = str(error["loc"][0]) if error["loc"] else ""
+    shown = values.get(field, "")
+    message = str(error["msg"]).removeprefix("Value error, ")
+    inner = ".".join(str(part) for part in error["loc"][1:])
+    return f"{Settings.variable(field)}={shown[:80]!r}: {f'at {inner}: ' if inner else ''}{message}"
 
 
 def parse_host_port(value: str, default_port: int = 5037) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
     if not host:
         host, port = value, str(default_port)
-    if not port.isdigit():
-        raise ConfigError(f"expected host:port, got {value!r}")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"expected host:port with a port from 1 to 65535, got {value!r}")
     return host or "127.0.0.1", int(port)

@@ -8,7 +8,7 @@ prints records as they are exported.
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
@@ -51,6 +51,28 @@ def _store(profile: str, *, embeddings: bool = False):  # noqa: ANN202 - MemoryS
         raise fail(str(exc)) from exc
 
 
+def _exists(profile: str) -> bool:
+    """Whether the profile has a file. A verb that only reads or deletes never creates one: a
+    mistyped ``--profile`` is an error, and the default profile before its first memory is empty."""
+    from planner_runtime.harness.memory import DEFAULT_PROFILE, profile_path
+
+    try:
+        found = profile_path(Settings.from_env().home, profile).is_file()
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    if not found and profile != DEFAULT_PROFILE:
+        raise _missing(profile)
+    return found
+
+
+def _missing(profile: str) -> typer.Exit:
+    from planner_runtime.harness.memory import profile_path
+
+    root = profile_path(Settings.from_env().home).parent.parent
+    known = sorted(p.parent.name for p in root.glob("*/memory.sqlite")) if root.is_dir() else []
+    return fail(f"no memory profile {profile!r} (profiles: {', '.join(known) or 'none yet'}); `memory add` or `memory import` creates one")
+
+
 def _kinds(values: Optional[list[str]]):  # noqa: ANN202 - list[MemoryKind] | None
     from planner_runtime.harness.memory import MemoryKind
 
@@ -79,13 +101,16 @@ def _line(memory, score: float | None = None) -> str:  # noqa: ANN001 - Memory
 def memory_list(
     kind: Optional[list[str]] = _KINDS,
     query: Optional[str] = typer.Option(None, "--query", "-q", help="Rank by relevance to this text (hybrid FTS5 + embeddings)."),
-    limit: int = typer.Option(50, "--limit", "-n", help="At most this many."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="At most this many."),
     no_embeddings: bool = typer.Option(False, "--no-embeddings", help="With --query: FTS5 ranking only (no model load)."),
     profile: str = _PROFILE,
     as_json: bool = _JSON,
 ) -> None:
     """List memories, newest first, or ranked by --query."""
     kinds = _kinds(kind)
+    if not _exists(profile):
+        print("[]") if as_json else console.print(f"no memories in profile {profile!r}")
+        return
     try:
         with _store(profile, embeddings=query is not None and not no_embeddings) as store:
             if query is not None:
@@ -156,9 +181,9 @@ def memory_forget(
     if not ids and query is None:
         raise fail("give memory ids or --query")
     try:
-        with _store(profile) as store:
+        with _store(profile) if _exists(profile) else nullcontext() as store:
             targets = list(ids or [])
-            if query is not None:
+            if query is not None and store is not None:
                 matched = store.matching(query, kinds=_kinds(kind))
                 if not as_json:
                     for memory in matched:
@@ -166,7 +191,7 @@ def memory_forget(
                 if matched and not yes and not typer.confirm(f"Forget these {len(matched)}?", default=False, err=True):
                     raise typer.Exit(1)
                 targets += [m.id for m in matched]
-            deleted = store.forget(targets)
+            deleted = store.forget(targets) if store is not None else 0
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     if as_json:
@@ -182,16 +207,24 @@ def memory_export(
     path: Path = typer.Argument(..., help="JSONL file to write."),
     kind: Optional[list[str]] = _KINDS,
     profile: str = _PROFILE,
+    as_json: bool = _JSON,
 ) -> None:
     """Write a profile's memories to JSONL (one record a line, oldest first)."""
     from planner_runtime.harness.memory import export_jsonl
 
+    if not _exists(profile):
+        raise _missing(profile)
     try:
         with _store(profile) as store:
             count = export_jsonl(store, path, kinds=_kinds(kind))
-    except (PlannerRuntimeError, OSError) as exc:
+    except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
-    console.print(f"{path}: {count} memories from profile {profile!r}")
+    except OSError as exc:
+        raise fail(f"{path}: cannot write it: {exc.strerror or exc}") from exc
+    if as_json:
+        print(json.dumps({"path": str(path), "profile": profile, "count": count}))
+    else:
+        console.print(f"{path}: {count} memories from profile {profile!r}")
 
 
 @memory_app.command("import")

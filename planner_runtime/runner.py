@@ -1,19 +1,26 @@
 """Put the parts together for one goal: pick a device, seed the task, run the episode, verify.
 
 :func:`open_device` finds a phone — the given serial, else the first phone on the adb server,
-else the built-in virtual phone behind a private adb server — and :func:`run_goal` runs one
-episode on it, writing the trajectory and, when the goal is a task, its verdict.
+else the built-in virtual phone behind a private adb server; a phone that is listed but not
+ready (unauthorized, offline) is reported, never replaced by the virtual one. :func:`run_goal`
+runs one episode on it, writing the trajectory and, when the goal is a task, its verdict.
+
+Seeding a task resets data on the phone (its setup deletes alarms, contacts, settings...), so
+:func:`check_reset` allows it on the built-in virtual phone and on phones the user marked
+disposable, and elsewhere only when the user said so (``--allow-reset``), with a warning that
+names what will be reset. A free-form goal is never seeded nor verified.
 """
 
 from __future__ import annotations
 
 import socket
 from contextlib import ExitStack, contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from device_farm.adb import AdbDevice, list_serials
+from device_farm.adb import AdbDevice, list_states
 from device_farm.adbserver import AdbServer
 from planner_runtime.contract import DeviceRef, Source, Step, Trajectory, new_id
+from planner_runtime.errors import ConfigError
 from planner_runtime.harness.memory import MemoryStore, episode_context, record_episode, scratch_store
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
@@ -37,15 +44,45 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
+_STATE_HINTS = {
+    "unauthorized": "accept the USB debugging dialog on it",
+    "offline": "reconnect it (adb reconnect) or restart adb on it",
+    "no permissions": "give your user access to the USB device (udev rules)",
+    "authorizing": "wait for the USB debugging dialog and accept it",
+}
+
+
+def _not_ready(serial: str, state: str) -> ConfigError:
+    hint = _STATE_HINTS.get(state, "make it ready (adb devices lists it as 'device')")
+    return ConfigError(f"phone {serial} is {state}: {hint}")
+
+
+def _pick_serial(serial: str | None, adb_host: str, adb_port: int) -> str | None:
+    """The serial to drive: the given one once it is ready, else the first ready phone, else
+    ``None`` (no phone listed at all: the virtual phone is used)."""
+    if serial is None and not _listening(adb_host, adb_port):
+        return None
+    states = list_states(adb_host, adb_port)
+    if serial is not None:
+        if states.get(serial, "device") != "device":  # not listed at all: connect() says so
+            raise _not_ready(serial, states[serial])
+        return serial
+    ready = [s for s, state in states.items() if state == "device"]
+    if ready:
+        return ready[0]
+    if states:  # a phone is plugged in but not usable: say so rather than quietly use another
+        raise _not_ready(*next(iter(states.items())))
+    return None
+
+
 @contextmanager
 def open_device(
-    serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print
+    serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print, virtual: bool = False
 ) -> Iterator[tuple[AdbDevice, DeviceRef, Source]]:
-    """Yield a connected device, its reference and the trajectory source it implies."""
+    """Yield a connected device, its reference and the trajectory source it implies; with
+    ``virtual``, the built-in virtual phone whatever is attached."""
     with ExitStack() as stack:
-        if serial is None and _listening(adb_host, adb_port):
-            serials = list_serials(adb_host, adb_port)
-            serial = serials[0] if serials else None
+        serial = None if virtual else _pick_serial(serial, adb_host, adb_port)
         if serial is not None:
             device = AdbDevice(serial, adb_host=adb_host, adb_port=adb_port)
             source = Source.real
@@ -55,13 +92,57 @@ def open_device(
             phone = stack.enter_context(VirtualPhone())
             server = stack.enter_context(AdbServer())
             serial = server.connect_device(f"127.0.0.1:{phone.port}")
-            say(f"No phone attached: started the built-in virtual phone at {serial} (private adb server on port {server.port}).")
+            why = "As asked" if virtual else "No phone attached"
+            say(f"{why}: started the built-in virtual phone at {serial} (private adb server on port {server.port}).")
             device = AdbDevice(serial, adb_host=server.host, adb_port=server.port)
             source = Source.sandbox
         device.connect()
         stack.callback(device.close)
         info = device.info()
         yield device, DeviceRef(serial=serial, model=info.model, kind="adb"), source
+
+
+def reset_plan(task: TaskSpec) -> list[str]:
+    """What seeding ``task`` changes on the phone, one phrase per setup action (memory seeds go
+    to a scratch memory and are not listed)."""
+    plan = []
+    for action in task.setup:
+        if action.content_delete is not None:
+            rows = f"the rows where {task.render(action.content_delete.where)}" if action.content_delete.where else "every row"
+            plan.append(f"delete {rows} of {task.render(action.content_delete.uri)}")
+        elif action.content_insert is not None:
+            plan.append(f"insert a row into {task.render(action.content_insert.uri)}")
+        elif action.settings_put is not None:
+            put = action.settings_put
+            plan.append(f"set {put.namespace} {put.key} to {task.render(put.value) if isinstance(put.value, str) else put.value}")
+        elif action.file_push is not None:
+            plan.append(f"overwrite {task.render(action.file_push.path)}")
+    return plan
+
+
+def check_reset(
+    task: TaskSpec,
+    device_ref: DeviceRef,
+    source: Source,
+    *,
+    allow_reset: bool,
+    disposable: Iterable[str] = (),
+    warn: Callable[[str], None] = print,
+) -> None:
+    """Raise :class:`ConfigError` unless seeding ``task`` on this phone is allowed; warn when it
+    is allowed only by ``allow_reset``. The built-in virtual phone (``Source.sandbox``) and the
+    ``disposable`` serials may always be reset; a task without device setup resets nothing."""
+    plan = reset_plan(task)
+    if not plan or source is Source.sandbox or device_ref.serial in set(disposable):
+        return
+    what = "; ".join(plan)
+    if not allow_reset:
+        raise ConfigError(
+            f"task {task.id} resets data on phone {device_ref.serial} ({what}); nothing was changed. "
+            "Pass --allow-reset if its data may be lost, list it in PLANNER_AGENT_DISPOSABLE_SERIALS, "
+            "or run on the built-in virtual phone (--virtual)"
+        )
+    warn(f"warning: --allow-reset: task {task.id} now resets phone {device_ref.serial}: {what}")
 
 
 def run_goal(
@@ -82,6 +163,7 @@ def run_goal(
     ask: Answerer | None = None,
     max_tokens: int | None = None,
     on_child_step: Callable[[Step], None] | None = None,
+    trajectory_id: str | None = None,
 ) -> Trajectory:
     """Run one episode; seed before and verify after when ``task`` is given.
 
@@ -92,7 +174,10 @@ def run_goal(
     on a scratch store, so running a task never changes a real profile.
     ``ask_user`` is answered by the task's scripted ``user_answers`` first, then by ``ask`` (the
     person at the terminal, or a file of answers); without either, no user is available.
-    ``on_child_step`` sees the steps of delegated sub-agents as they happen.
+    ``on_child_step`` sees the steps of delegated sub-agents as they happen. ``trajectory_id``
+    (default: a new one) lets a caller name the episode before it starts, e.g. to report it
+    when interrupted. Seeding is not checked here: callers that may reach a real phone call
+    :func:`check_reset` first.
     """
     with ExitStack() as stack:
         if memory is None and task is not None and seeds_memory(task):
@@ -100,7 +185,7 @@ def run_goal(
         if task is not None:
             seed(task, device, memory)
             device.press("home")
-        trajectory_id = new_id("traj_")
+        trajectory_id = trajectory_id or new_id("traj_")
         extra = memory_tools(memory, trajectory_id) if memory is not None else []
         scripted = None
         if task is not None and task.user_answers:

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
 from planner_runtime.errors import StoreError
 from planner_runtime.sqlite_file import SqliteFile, aware
-from planner_runtime.trajectory_schema import Filter, Summary, add_missing_columns, metadata, steps, trajectories
+from planner_runtime.trajectory_schema import Filter, Summary, add_missing_columns, collections, metadata, steps, trajectories
 
 __all__ = ["Filter", "Summary", "TrajectoryStore", "completed_items"]
 
@@ -47,11 +47,13 @@ class TrajectoryStore(SqliteFile):
     metadata = metadata
     what = "trajectory store"
 
+    def _migrate(self, conn: Connection) -> None:
+        add_missing_columns(conn)
+
     def _opened(self) -> None:
         # One write transaction at a time from this process: SQLite has one writer anyway, and
         # threads queued on a lock wake at once where SQLite's busy handler sleeps up to 100 ms.
         self._write_lock = threading.Lock()
-        add_missing_columns(self.engine)
         self._mark_dead_writers_interrupted()
 
     @contextmanager
@@ -121,6 +123,13 @@ class TrajectoryStore(SqliteFile):
                 )
             )
 
+    def record_collection(self, collection: str, spec: dict[str, Any]) -> None:
+        """Keep what ``collection`` was started with (again on resume: its repeats may grow)."""
+        with self._writing() as conn:
+            done = conn.execute(update(collections).where(collections.c.id == collection).values(spec=spec)).rowcount
+            if not done:
+                conn.execute(insert(collections).values(id=collection, spec=spec, started_at=utcnow()))
+
     def _mark_dead_writers_interrupted(self) -> None:
         with self._writing() as conn:
             running = conn.execute(
@@ -166,6 +175,17 @@ class TrajectoryStore(SqliteFile):
             ended_at=aware(row.ended_at) if row.ended_at else None,
         )
 
+    def collection_spec(self, collection: str) -> dict[str, Any] | None:
+        """What ``collection`` was started with, as :meth:`record_collection` kept it; ``None``
+        for a collection this store does not know (or one from a release that kept no spec)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(collections.c.spec).where(collections.c.id == collection)).scalar()
+
+    def has_collection(self, collection: str) -> bool:
+        """Whether any trajectory of this store belongs to ``collection``."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(trajectories.c.id).where(trajectories.c.collection == collection).limit(1)).first() is not None
+
     def children(self, trajectory_id: str) -> list[str]:
         """Ids of the sub-agent episodes ``trajectory_id`` delegated, oldest first."""
         query = select(trajectories.c.id).where(trajectories.c.parent == trajectory_id).order_by(trajectories.c.started_at)
@@ -205,13 +225,18 @@ class TrajectoryStore(SqliteFile):
 
 
 def completed_items(store: TrajectoryStore, collection: str) -> set[str]:
-    """Items of a collection that ended with a judgement about the planner (not an infra fault
-    or an interruption), so a resumed collection does not run them again."""
+    """Items of a collection that ended with a judgement about the planner, so a resumed
+    collection does not run them again: a task's episode with a stored verdict that is not an
+    infra fault, or a finished episode that has no task. An episode cut off before its verdict
+    was stored (during verification) is not done: nothing judged it."""
     t = trajectories
+    judged = t.c.task_id.is_not(None) & t.c.success.is_not(None) & (
+        t.c.failure_kind.is_(None) | (t.c.failure_kind != "infra"))
+    untasked = t.c.task_id.is_(None) & (t.c.status == TrajectoryStatus.finished.value)
     query = select(t.c.item).where(
         t.c.collection == collection,
         t.c.status.not_in(["running", "interrupted", "infra_error"]),
-        (t.c.failure_kind.is_(None)) | (t.c.failure_kind != "infra"),
+        judged | untasked,
     )
     with store.engine.connect() as conn:
         return {item for item in conn.execute(query).scalars() if item}

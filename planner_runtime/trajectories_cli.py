@@ -72,7 +72,7 @@ def list_trajectories(
         harness_release=harness_release, source=source, collection=collection, since=since, until=until,
     )
     try:
-        with TrajectoryStore(store or Settings.from_env().store_path) as db:
+        with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
             rows = db.query(where, limit=limit)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc

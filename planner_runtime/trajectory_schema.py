@@ -1,4 +1,4 @@
-"""The trajectory store's schema: its two tables, the additive migration of older files, and
+"""The trajectory store's schema: its tables, the additive migration of older files, and
 the records a query selects by (:class:`Filter`) and returns (:class:`Summary`)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import Enum
 
 from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Integer, MetaData, String, Table, Text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Select
 
 from planner_runtime.sqlite_file import aware
@@ -51,6 +51,15 @@ steps = Table(
     Column("status", String, nullable=False),
     Column("error_code", String, index=True),
     Column("record", Text, nullable=False),  # the Step as JSON
+)
+
+# What each collection was started with (a CollectionSpec as JSON), so a resume runs the same work.
+collections = Table(
+    "collections",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("spec", JSON, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
 )
 
 
@@ -108,12 +117,12 @@ class Summary:
     steps: int
 
 
-def add_missing_columns(engine: Engine) -> None:
-    """Bring a store written by an older release up to the current columns (additive only)."""
-    with engine.begin() as conn:
-        for table in metadata.sorted_tables:
-            have = {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table.name})")}
-            for column in table.columns:
-                if column.name not in have:
-                    kind = column.type.compile(dialect=engine.dialect)
-                    conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+def add_missing_columns(conn: Connection) -> None:
+    """Bring a store written by an older release up to the current columns (additive only);
+    ``conn`` holds the schema lock, so two processes never add the same column."""
+    for table in metadata.sorted_tables:
+        have = {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table.name})")}
+        for column in table.columns:
+            if column.name not in have:
+                kind = column.type.compile(dialect=conn.dialect)
+                conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")

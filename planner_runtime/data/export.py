@@ -10,14 +10,20 @@ TRL's ``SFTTrainer`` trains on completions only for this format by default.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from planner_runtime.contract import FeedbackStatus, Message, Role, Step, Trajectory
+from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.planners.chat_template import DEFAULT_SYSTEM, system_with_tools
 from planner_runtime.trajectories import TrajectoryStore
+
+
+class ExportError(PlannerRuntimeError):
+    """The output file cannot be written (a missing folder, no permission, a full disk)."""
 
 
 @dataclass(frozen=True)
@@ -64,16 +70,24 @@ def sft_rows(trajectory: Trajectory) -> Iterator[dict[str, Any]]:
 
 
 def export_sft(store: TrajectoryStore, out: Path, *, only_success: bool = True, task_id: str | None = None) -> ExportStats:
-    """Write SFT rows for the selected trajectories to ``out`` (JSONL); verified successes by default."""
+    """Write SFT rows for the selected trajectories to ``out`` (JSONL); verified successes by default.
+
+    The rows go to ``out.part`` first and replace ``out`` at the end, so a failed export never
+    leaves half a file where a complete one was; :class:`ExportError` when it cannot be written."""
     n_traj = n_rows = n_masked = 0
     tmp = out.with_suffix(out.suffix + ".part")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for traj_id in store.ids(task_id=task_id, success=True if only_success else None):
-            trajectory = store.get(traj_id)
-            n_traj += 1
-            n_masked += sum(not _trained(s) for s in trajectory.steps)
-            for row in sft_rows(trajectory):
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                n_rows += 1
-    tmp.replace(out)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for traj_id in store.ids(task_id=task_id, success=True if only_success else None):
+                trajectory = store.get(traj_id)
+                n_traj += 1
+                n_masked += sum(not _trained(s) for s in trajectory.steps)
+                for row in sft_rows(trajectory):
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    n_rows += 1
+        tmp.replace(out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # there may be no .part to remove (no such folder)
+            tmp.unlink()
+        raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from exc
     return ExportStats(trajectories=n_traj, rows=n_rows, masked_turns=n_masked)

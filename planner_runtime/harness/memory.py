@@ -6,6 +6,13 @@ The store itself (SQLite, FTS5, embeddings) is :mod:`planner_runtime.harness.mem
 this module decides what an episode sees: at its start, the memories most relevant to the goal
 (above a score, within a character budget) and a "Reminder: ..." line for every intent that is
 due — a time that has passed, or an app the goal names — each shown once.
+
+What an episode writes to a profile: the memories the planner keeps with ``remember`` (the
+user's goal asked it to: "remember that I wake at 6:45"), always; and, at its end, one episodic
+summary only when the episode is worth recalling as the user's own — it finished, its verdict
+(if any) passed, and a model planned it. A failed, truncated, interrupted or infra-stopped
+episode and a scripted planner's replay leave no summary (:func:`should_record`), so trying
+things out never fills a profile with episodes nobody asked for.
 """
 
 from __future__ import annotations
@@ -142,8 +149,17 @@ def _outcome(traj: Trajectory) -> tuple[str, float]:
     }.get(traj.status, ("interrupted", 0.3))
 
 
-def record_episode(store: MemoryStore, traj: Trajectory) -> Memory:
-    """Write the episodic summary of a finished episode: goal, outcome and answer, no model call."""
+def should_record(traj: Trajectory) -> bool:
+    """Whether an episode leaves an episodic summary (the rule in the module docstring)."""
+    passed = traj.verdict is None or traj.verdict.success
+    return traj.status is TrajectoryStatus.finished and passed and traj.planner != "scripted"
+
+
+def record_episode(store: MemoryStore, traj: Trajectory) -> Memory | None:
+    """Write the episodic summary of a finished episode (goal, outcome and answer, no model
+    call) when :func:`should_record` allows it; returns it, or ``None`` when nothing was written."""
+    if not should_record(traj):
+        return None
     outcome, confidence = _outcome(traj)
     text = f'{traj.started_at:%Y-%m-%d}: asked "{traj.goal}"; {outcome}'
     if traj.answer:

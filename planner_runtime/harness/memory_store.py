@@ -30,7 +30,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.sql.selectable import TextualSelect
 
 from planner_runtime.contract import utcnow
@@ -136,10 +136,9 @@ class MemoryRows(SqliteFile):
     # than a read call per page (a third less time for 50 scattered rows of a 100k-row file)
     mmap_bytes = 1 << 30
 
-    def _opened(self) -> None:
-        with self.engine.begin() as conn:
-            for ddl in _FTS_DDL:
-                conn.exec_driver_sql(ddl)
+    def _migrate(self, conn: Connection) -> None:
+        for ddl in _FTS_DDL:
+            conn.exec_driver_sql(ddl)
 
     # -- writing ----------------------------------------------------------------------------
     def add(self, memory: Memory) -> Memory:

@@ -4,6 +4,8 @@
 :mod:`batch` decodes several chats together on the local model (requests join and leave the
 running batch at step boundaries), :mod:`prefix_tree` keeps prompt KV once however many prompts
 share it, :mod:`attention` lets packed rows attend it without copies, :mod:`engine` feeds
-concurrent requests to the decoder on one worker thread, and :mod:`server` is the HTTP front end
-behind ``planner-agent serve``. Importing this package loads nothing heavy.
+concurrent requests to the decoder on one worker thread (and drops those whose callers left),
+:mod:`server` and :mod:`routes` are the HTTP front end behind ``planner-agent serve`` (Starlette on
+uvicorn), :mod:`requests` reads its requests strictly, :mod:`schemas` checks and closes tool
+schemas, and :mod:`sse` writes ``stream: true`` answers. Importing this package loads nothing heavy.
 """

@@ -14,7 +14,9 @@ the tokens its grammar forces — follow each other in one sequence, a mask lets
 own row's earlier tokens, and explicit position ids number each row on its own. Every row has its
 own grammar matcher (constrained to the offered tools, or to one named tool) and its own sampler,
 so a row decodes what :class:`~planner_runtime.planners.local.LocalPlanner` alone would, up to
-float noise.
+float noise (given schemas that name every argument they allow: the decoder closes open object
+schemas, see :mod:`~planner_runtime.serving.schemas`). A row whose caller left is dropped with
+:meth:`BatchDecoder.cancel`; an answer that its token budget cut off says so (``truncated``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing
 from planner_runtime.planners.toolcalls import parse_tool_calls
 from planner_runtime.serving.attention import Prefixes, Segment
 from planner_runtime.serving.prefix_tree import Node, PrefixTree, attended, pieces
+from planner_runtime.serving.schemas import closed_tools
 
 if TYPE_CHECKING:
     import torch
@@ -47,6 +50,13 @@ class PlanRequest:
     tools: tuple[ToolSpec, ...]
     sampling: Sampling
     only: tuple[str, ...] | None = None
+
+
+class Decoded(PlannerOutput):
+    """A row's answer; ``truncated`` when its token budget ran out before the answer ended
+    (the API's ``finish_reason: length``)."""
+
+    truncated: bool = False
 
 
 @dataclass(eq=False)
@@ -196,6 +206,24 @@ class BatchDecoder:
                 self._compact()
         return outputs
 
+    def cancel(self, uid: int) -> bool:
+        """Drop the running row ``uid`` (its caller has gone) before the next :meth:`step`;
+        whether it was running."""
+        import torch
+
+        row = next((r for r in self._rows if r.uid == uid), None)
+        if row is None:
+            return False
+        self.tree.release(row.node)  # type: ignore[arg-type]
+        self._rows.remove(row)
+        self._joined.clear()
+        if not self._rows:
+            self._clear()
+        elif self._compactable:
+            with torch.inference_mode():
+                self._compact()
+        return True
+
     def abort(self) -> list[Row]:
         """Drop every running row (after a failed step); returns them so callers can be told."""
         rows, self._rows = self._rows, []
@@ -213,12 +241,14 @@ class BatchDecoder:
         self._joined.clear()
 
     def _row(self, request: PlanRequest) -> Row:
-        """Tokenized, with its grammar and sampler, exactly as the planner alone would run it."""
+        """Tokenized, with its grammar and sampler, as the planner alone would run it; the grammar
+        allows no argument a tool's schema does not name unless the schema says it may
+        (:func:`~planner_runtime.serving.schemas.closed`)."""
         planner, budget = self.planner, request.sampling.max_new_tokens
         prompt_ids, prefill, prefill_ids = planner.encode(request.messages, request.tools, budget)
         if not prompt_ids and not prefill_ids:
             raise PlannerError("the prompt is empty")
-        allowed = [t for t in request.tools if request.only is None or t.name in request.only]
+        allowed = closed_tools(tuple(t for t in request.tools if request.only is None or t.name in request.only))
         matcher = planner.matcher(allowed, prefill_ids, budget)
         return Row(request, prompt_ids, prefill, prefill_ids, matcher, planner.generator(request.sampling))
 
@@ -349,11 +379,13 @@ class BatchDecoder:
         )
         return out.logits
 
-    def _output(self, r: Row) -> PlannerOutput:
+    def _output(self, r: Row) -> Decoded:
         text = self.planner.answer(r.prefill, r.generated)
+        ended = r.matcher.is_stopped() if r.matcher is not None else bool(r.generated) and self.planner.ended(r.generated)
         calls, errors = parse_tool_calls(text)
         usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
         # prefill_s: computing the new part of the prompts admitted with this one, together
         timings = {"prefill_s": r.prefill_s, "generate_s": time.perf_counter() - r.admitted, "batch_rows": float(r.widest)}
-        return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
+        return Decoded(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings,
+                       truncated=not ended and len(r.generated) >= r.request.sampling.max_new_tokens)
 

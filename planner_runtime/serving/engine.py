@@ -6,7 +6,11 @@ request joins the running batch at the next step boundary (up to ``max_batch`` r
 whatever tools it offers, and its future is set the step it ends. When idle, the worker waits
 ``gather_s`` after a first request for others to start with it. Any other planner (the scripted
 one in tests, a remote one behind a proxy, a model whose attention cannot batch) answers the
-gathered requests one by one through ``plan``.
+gathered requests one by one through ``plan``, with the tools' schemas closed as the batch
+decoder's grammar closes them.
+
+A caller that stops waiting (its HTTP client went away) calls :meth:`Engine.cancel`: a queued
+request is dropped unrun, a decoding one leaves the batch at the next step boundary.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.serving.batch import PlanRequest
+from planner_runtime.serving.schemas import closed_tools
 
 _STOP = object()
 log = logging.getLogger(__name__)
@@ -41,6 +46,9 @@ class Engine:
         self.batches: list[int] = []
         self.widest = 0  # the most rows one decode step has run
         self._stopped = False
+        self._abandoned: set[Future[PlannerOutput]] = set()  # running requests whose callers left
+        self._lock = threading.Lock()
+        self.cancelled = 0  # requests dropped because their callers left, for tests and logs
 
     def start(self) -> Engine:
         from planner_runtime.planners.local import LocalPlanner
@@ -76,6 +84,29 @@ class Engine:
         else:
             self._queue.put((request, future))
         return future
+
+    def cancel(self, future: Future[PlannerOutput]) -> None:
+        """Give up on a submitted request: dropped if still queued, else its row leaves the
+        batch at the next step (a planner answering through ``plan`` cannot be interrupted)."""
+        if future.cancel():
+            with self._lock:
+                self.cancelled += 1
+            return
+        if self._decoder is not None and not future.done():
+            with self._lock:
+                self._abandoned.add(future)
+
+    def _drop_abandoned(self) -> None:
+        with self._lock:
+            abandoned, self._abandoned = self._abandoned, set()
+        if not abandoned:
+            return
+        for uid, fut in list(self._waiting.items()):
+            if fut in abandoned and self._decoder.cancel(uid):
+                del self._waiting[uid]
+                fut.set_exception(PlannerError("the request was cancelled: its client went away"))
+                with self._lock:
+                    self.cancelled += 1
 
     def _work(self) -> None:
         try:
@@ -123,6 +154,7 @@ class Engine:
                 continue
             if live:
                 self._admit(live, busy)
+            self._drop_abandoned()
             self._step()
 
     def _admit(self, taken: list[tuple[PlanRequest, Future[PlannerOutput]]], busy: bool) -> None:
@@ -155,7 +187,7 @@ class Engine:
             _settle(self._waiting.pop(row.uid, None), out)
 
     def _plan_one(self, req: PlanRequest) -> PlannerOutput | Exception:
-        tools = req.tools if req.only is None else tuple(t for t in req.tools if t.name in req.only)
+        tools = closed_tools(req.tools if req.only is None else tuple(t for t in req.tools if t.name in req.only))
         try:
             return self.planner.plan(list(req.messages), list(tools), sampling=req.sampling)
         except Exception as exc:  # noqa: BLE001 - the caller hears of it; the worker goes on

@@ -1,53 +1,68 @@
 """``planner-agent serve``: the planner behind an OpenAI-compatible HTTP endpoint.
 
-Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (``tools``; ``tool_choice`` ``auto``,
-``required``, ``none`` or ``{"type": "function", "function": {"name": ...}}``), ``GET /health``.
-The stdlib's threading HTTP server handles each connection on its own thread (keep-alive
-included), so many harness workers talk to it at once while one :class:`Engine` worker owns the
-model and decodes their requests together (a request joins the running batch at the next step). With the embedded planner, ``auto`` and ``required``
-behave alike: its answer is constrained to one call of an offered tool. A named tool keeps every
-tool in the prompt and constrains the call to that one; ``none`` offers no tools.
+Routes: ``GET /v1/models`` (and ``/v1/models/{id}``), ``POST /v1/chat/completions`` (``tools``;
+``tool_choice`` ``auto``, ``required``, ``none`` or a named function; ``stream``), ``GET /health``.
+HTTP is Starlette on uvicorn (h11), on one event loop in a background thread: a waiting request
+costs no thread, so many harness workers connect at once, while one :class:`Engine` worker owns
+the model and decodes their requests together (a request joins the running batch at the next
+step). A request whose client disconnects, or that outlives ``request_timeout_s``, is cancelled
+in the engine. Requests are read strictly (:mod:`~planner_runtime.serving.requests`): the body
+must be ``application/json`` of at most ``max_body_bytes``, and every refusal is a 4xx with the
+API's error body. The server answers to its model's name and to ``planner``, the name the
+README's ``--planner openai://127.0.0.1:8000/planner`` asks for.
+
+With the embedded planner, ``auto`` and ``required`` behave alike: its answer is constrained to
+one call of an offered tool. A named tool keeps every tool in the prompt and constrains the call
+to that one; ``none`` offers no tools.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
+import socket
 import threading
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+import time
+from concurrent.futures import Future
+from typing import Any, AsyncIterator
 
+from planner_runtime.contract import new_id
 from planner_runtime.errors import PlannerError
-from planner_runtime.planners import Planner, Sampling
-from planner_runtime.serving.batch import PlanRequest
+from planner_runtime.planners import Planner, PlannerOutput
+from planner_runtime.serving import sse
+from planner_runtime.serving.batch import Decoded
 from planner_runtime.serving.engine import Engine
-from planner_runtime.serving.wire import openai_to_messages, openai_to_specs, output_to_completion
+from planner_runtime.serving.requests import ChatRequest, RequestError, decode_body, parse_chat
+from planner_runtime.serving.wire import output_to_completion
 
 log = logging.getLogger(__name__)
 
+ALIAS = "planner"  # the model id the README's example asks for
+MAX_BODY_BYTES = 4 * 2**20
+BODY_TIMEOUT_S = 30.0  # a client that announces a body and does not send it is answered 408
 
-class RequestError(Exception):
-    """A request the server refuses, with the HTTP status to answer."""
 
-    def __init__(self, status: int, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param = status, message, param
+class ClientGone(Exception):
+    """The client disconnected while its request was decoding."""
 
 
 class PlannerServer:
-    """Serves ``planner`` as model ``model_name``; ``port=0`` picks a free port."""
+    """Serves ``planner`` as model ``model_name`` (and ``planner``); ``port=0`` picks a free port."""
 
     def __init__(
         self, planner: Planner, *, model_name: str | None = None, host: str = "127.0.0.1", port: int = 0,
-        max_batch: int = 8, request_timeout_s: float = 300.0,
+        max_batch: int = 8, request_timeout_s: float = 300.0, max_body_bytes: int = MAX_BODY_BYTES,
+        body_timeout_s: float = BODY_TIMEOUT_S,
     ) -> None:
         self.planner = planner
         self.model_name = model_name or getattr(planner, "label", None) or planner.name
+        self.model_ids = tuple(dict.fromkeys((self.model_name, ALIAS)))
         self.host, self.port = host, port
         self.request_timeout_s = request_timeout_s
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
         self.engine = Engine(planner, max_batch=max_batch)
-        self._httpd: ThreadingHTTPServer | None = None
+        self._uvicorn: Any = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -55,21 +70,42 @@ class PlannerServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def start(self) -> PlannerServer:
-        """Load the model, bind, and serve on a background thread; returns once listening."""
-        self.engine.start()
-        handler = type("Handler", (_Handler,), {"server_app": self})
-        self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
-        self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="planner-http", daemon=True)
+        """Load the model, bind, and serve on a background thread; returns once listening.
+        An address that cannot be bound raises :class:`OSError`."""
+        import uvicorn
+
+        from planner_runtime.serving.routes import app_for
+
+        sock = socket.create_server((self.host, self.port), backlog=2048)  # bound here: errors reach the caller
+        try:
+            self.engine.start()
+        except BaseException:
+            sock.close()
+            raise
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            app_for(self), http="h11", loop="asyncio", lifespan="off", log_config=None, access_log=False,
+            timeout_graceful_shutdown=5, server_header=False,
+            timeout_keep_alive=30,  # harness workers come back every step: keep their connections
+        )
+        self._uvicorn = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._uvicorn.run, kwargs={"sockets": [sock]}, name="planner-http", daemon=True)
         self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._uvicorn.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise PlannerError(f"the HTTP server on {self.host}:{self.port} did not start")
+            time.sleep(0.005)
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        """Stop accepting, let requests in flight finish (5 s at most), then stop the engine."""
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
+            if self._thread is not None:
+                self._thread.join(timeout=30)
+            self._uvicorn = self._thread = None
         self.engine.stop()
 
     def __enter__(self) -> PlannerServer:
@@ -79,103 +115,98 @@ class PlannerServer:
         self.stop()
 
     def models(self) -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": self.model_name, "object": "model", "created": 0, "owned_by": "planner-agent"}]}
+        return {"object": "list", "data": [self.model_card(m) for m in self.model_ids]}
 
-    def complete(self, body: Any) -> dict[str, Any]:
-        request, none = self.parse(body)
+    def model_card(self, model_id: str) -> dict[str, Any]:
+        return {"id": model_id, "object": "model", "created": 0, "owned_by": "planner-agent"}
+
+    # --- one chat completion ------------------------------------------------------------------
+
+    async def read_chat(self, request: Any) -> ChatRequest:
+        """The request's checked body (Starlette ``request``); :class:`RequestError` otherwise."""
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            raise RequestError(415, f"Content-Type must be application/json, not {media or 'missing'!r}", code="unsupported_media_type")
+        declared = request.headers.get("content-length")
+        if declared is not None and int(declared) > self.max_body_bytes:  # h11 let only digits through
+            raise RequestError(413, f"the body is {declared} bytes; at most {self.max_body_bytes} are accepted", code="body_too_large")
+        chunks: list[bytes] = []
+        size = 0
+
+        async def read() -> None:
+            nonlocal size
+            async for piece in request.stream():
+                size += len(piece)
+                if size > self.max_body_bytes:
+                    raise RequestError(413, f"the body is over {self.max_body_bytes} bytes", code="body_too_large")
+                chunks.append(piece)
+
+        from starlette.requests import ClientDisconnect
+
         try:
-            out = self.engine.submit(request).result(timeout=self.request_timeout_s)
-        except PlannerError as exc:
-            raise RequestError(503 if self.engine.stopped else 400, str(exc)) from exc
-        return output_to_completion(out, model=self.model_name, tool_choice_none=none)
+            await asyncio.wait_for(read(), self.body_timeout_s)
+        except ClientDisconnect:
+            raise ClientGone from None
+        except asyncio.TimeoutError:
+            raise RequestError(408, f"the body did not arrive within {self.body_timeout_s:g} s", code="request_timeout") from None
+        return parse_chat(decode_body(b"".join(chunks)), self.model_ids)
 
-    def parse(self, body: Any) -> tuple[PlanRequest, bool]:
-        """A chat-completions body as a :class:`PlanRequest`, and whether tool_choice was ``none``."""
-        if not isinstance(body, dict):
-            raise RequestError(400, "the body must be a JSON object")
-        if body.get("model") not in (None, self.model_name):
-            raise RequestError(404, f"The model `{body.get('model')}` does not exist; this server has `{self.model_name}`", "model")
-        if body.get("stream"):
-            raise RequestError(400, "streaming is not supported", "stream")
-        if body.get("n", 1) != 1:
-            raise RequestError(400, "only n=1 is supported", "n")
-        if not isinstance(body.get("messages"), list) or not body["messages"]:
-            raise RequestError(400, "messages must be a non-empty list", "messages")
+    async def answer(self, request: Any, future: Future[PlannerOutput]) -> PlannerOutput:
+        """The engine's answer to ``future``; cancels it in the engine if the client goes away
+        (:class:`ClientGone`) or the answer takes over ``request_timeout_s`` (503)."""
+        waiting = asyncio.wrap_future(future)
+        gone = asyncio.ensure_future(_disconnected(request.receive))
         try:
-            messages = openai_to_messages(body["messages"])
-            tools = openai_to_specs(body.get("tools") or [])
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise RequestError(400, f"invalid request: {exc}") from exc
-        choice = body.get("tool_choice", "auto" if tools else "none")
-        only: tuple[str, ...] | None = None
-        if isinstance(choice, dict):
-            name = (choice.get("function") or {}).get("name") if isinstance(choice.get("function"), dict) else None
-            if name not in {t.name for t in tools}:
-                raise RequestError(400, f"tool_choice names {name!r}, which is not among the tools", "tool_choice")
-            only = (name,)
-        elif choice not in ("auto", "required", "none"):
-            raise RequestError(400, f"tool_choice must be auto, required, none or a named function, not {choice!r}", "tool_choice")
-        elif choice == "required" and not tools:
-            raise RequestError(400, "tool_choice required needs tools", "tool_choice")
-        none = choice == "none"
+            done, _ = await asyncio.wait({waiting, gone}, timeout=self.request_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not waiting.done():  # no answer coming for this caller (gone, timed out, or the server stops)
+                waiting.cancel()
+                self.engine.cancel(future)
+        if waiting in done:
+            try:
+                return waiting.result()
+            except PlannerError as exc:  # a request the model cannot take (too long a prompt), or shutdown
+                raise RequestError(503 if self.engine.stopped else 400, str(exc)) from exc
+        if gone in done:
+            raise ClientGone
+        raise RequestError(503, f"the planner did not answer within {self.request_timeout_s:g} s", code="timeout")
+
+    def completion(self, chat: ChatRequest, out: PlannerOutput, head: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The response body for ``out``, with the API's ``finish_reason``."""
+        if isinstance(out, Decoded):
+            truncated = out.truncated
+        else:  # a planner answering through plan() does not say; a budget used up without a call was cut
+            truncated = not out.tool_calls and out.usage.completion_tokens >= chat.plan.sampling.max_new_tokens
+        finish = "length" if truncated else ("stop" if chat.tool_choice == "function" else None)
+        body = output_to_completion(out, model=chat.model, tool_choice_none=chat.tool_choice == "none", finish_reason=finish)
+        return {**body, **(head or {})}
+
+    async def stream(self, request: Any, chat: ChatRequest) -> AsyncIterator[str]:
+        """The events of a ``stream: true`` answer (the role chunk at once, the rest once decoded)."""
+        head = {"id": new_id("chatcmpl-"), "created": int(time.time()), "model": chat.model}
+        future = self.engine.submit(chat.plan)
         try:
-            sampling = Sampling(
-                temperature=float(body.get("temperature") or 0.0),
-                top_p=float(body.get("top_p") or 1.0),
-                max_new_tokens=int(body.get("max_completion_tokens") or body.get("max_tokens") or 128),
-                seed=int(body.get("seed") or 0),
-            )
-        except (ValueError, TypeError) as exc:
-            raise RequestError(400, f"invalid sampling settings: {exc}") from exc
-        return PlanRequest(tuple(messages), () if none else tuple(tools), sampling, only), none
+            yield sse.first_chunk(head, usage=chat.include_usage)
+            try:
+                out = await self.answer(request, future)
+            except ClientGone:
+                return
+            except RequestError as exc:
+                yield sse.error_event(exc.message, exc.body()["error"]["type"])
+                return
+            except Exception as exc:  # noqa: BLE001 - a bug in the planner: the stream says so and ends
+                log.exception("chat completion failed")
+                yield sse.error_event(f"internal error: {type(exc).__name__}: {exc}")
+                return
+            for event in sse.rest_chunks(self.completion(chat, out, head), usage=chat.include_usage):
+                yield event
+        finally:  # the stream was dropped (client gone): the engine stops working on it
+            if not future.done():
+                self.engine.cancel(future)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_app: PlannerServer
-    protocol_version = "HTTP/1.1"  # keep-alive: the openai client and httpx reuse connections
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        log.debug("%s " + format, self.address_string(), *args)
-
-    def _send(self, status: int, body: Any) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, status: int, message: str, param: str | None = None) -> None:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        self._send(status, {"error": {"message": message, "type": kind, "param": param, "code": status}})
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/v1/models":
-            self._send(200, self.server_app.models())
-        elif path == "/health":
-            self._send(200, {"status": "ok"})
-        else:
-            self._error(404, f"no route {self.path}")
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        path = self.path.split("?", 1)[0].rstrip("/")
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if path != "/v1/chat/completions":
-            self._error(404, f"no route {self.path}")
-            return
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            self._error(400, "the body is not JSON")
-            return
-        try:
-            self._send(200, self.server_app.complete(body))
-        except RequestError as exc:
-            self._error(exc.status, exc.message, exc.param)
-        except TimeoutError:
-            self._error(HTTPStatus.SERVICE_UNAVAILABLE, "the planner did not answer in time")
-        except Exception as exc:  # a bug in the planner: answer 500 and keep serving
-            log.exception("chat completion failed")
-            self._error(500, f"internal error: {type(exc).__name__}: {exc}")
+async def _disconnected(receive: Any) -> None:
+    """Returns once the client has disconnected (the body is already read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

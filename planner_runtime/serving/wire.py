@@ -1,10 +1,8 @@
 """The OpenAI chat-completions wire format, both ways: our records ↔ the API's JSON.
 
-The client (:mod:`planner_runtime.planners.openai_compat`) sends our messages and reads answers;
-the server (:mod:`planner_runtime.serving.server`) reads requests and writes answers. Reading an
-answer never raises: whatever a server sends — missing fields, arguments that are not JSON, a
-body that is not an object at all — becomes a :class:`PlannerOutput` whose ``errors`` say what
-was wrong, so the harness answers the model with feedback.
+The client (:mod:`planner_runtime.planners.openai_compat`) sends our messages with it; the
+server (:mod:`planner_runtime.serving.server`) reads requests and writes answers. The client
+reads answers in :mod:`planner_runtime.planners.openai_answer`.
 """
 
 from __future__ import annotations
@@ -13,9 +11,9 @@ import json
 import time
 from typing import Any, Sequence
 
-from planner_runtime.contract import ErrorCode, Message, Role, ToolCall, ToolError, ToolSpec, Usage, new_id
+from planner_runtime.contract import Message, Role, ToolSpec, new_id
 from planner_runtime.planners import PlannerOutput
-from planner_runtime.planners.toolcalls import CLOSE, OPEN, format_tool_call, parse_tool_calls
+from planner_runtime.planners.toolcalls import CLOSE, OPEN, parse_tool_calls
 
 
 def tools_to_openai(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -76,65 +74,6 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _call_from_api(raw: Any) -> tuple[ToolCall | None, ToolError | None, str]:
-    """One API tool call → (call, error, its text as a ``<tool_call>`` block)."""
-    fn = raw.get("function") if isinstance(raw, dict) else None
-    name = fn.get("name") if isinstance(fn, dict) else None
-    if not isinstance(name, str) or not name:
-        return None, ToolError(code=ErrorCode.malformed_output, hint="tool call without a function name"), ""
-    call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else new_id("call_")
-    args: Any = fn.get("arguments", {})
-    raw_args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as exc:
-            text = f'{OPEN}\n{{"name": {json.dumps(name)}, "arguments": {raw_args}}}\n{CLOSE}'
-            return None, ToolError(code=ErrorCode.malformed_output, hint=f"arguments of {name} are not valid JSON ({exc.msg} at char {exc.pos})"), text
-    if not isinstance(args, dict):
-        text = f'{OPEN}\n{{"name": {json.dumps(name)}, "arguments": {raw_args}}}\n{CLOSE}'
-        return None, ToolError(code=ErrorCode.invalid_arguments, hint=f'arguments of {name} must be a JSON object'), text
-    call = ToolCall(name=name, arguments=args, call_id=call_id)
-    return call, None, format_tool_call(call)
-
-
-def completion_to_output(payload: Any) -> PlannerOutput:
-    """A chat-completions answer as a :class:`PlannerOutput`; never raises."""
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-    usage_raw = payload.get("usage") if isinstance(payload, dict) and isinstance(payload.get("usage"), dict) else {}
-    usage = Usage(prompt_tokens=_count(usage_raw.get("prompt_tokens")), completion_tokens=_count(usage_raw.get("completion_tokens")))
-    content = _text_of(message.get("content"))
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    if isinstance(reasoning, str) and reasoning:
-        content = f"<think>{reasoning}</think>" + content
-    raw_calls = message.get("tool_calls")
-    if not isinstance(raw_calls, list) or not raw_calls:
-        if not choice:
-            error = ToolError(code=ErrorCode.malformed_output, hint="the server's answer held no choices")
-            return PlannerOutput(text="", errors=(error,), usage=usage)
-        calls, errors = parse_tool_calls(content)  # servers without a tool parser answer in text
-        return PlannerOutput(text=content, tool_calls=tuple(calls), errors=tuple(errors), usage=usage)
-    calls_out: list[ToolCall] = []
-    errors_out: list[ToolError] = []
-    blocks: list[str] = []
-    for raw in raw_calls:
-        call, error, text = _call_from_api(raw)
-        if call is not None:
-            calls_out.append(call)
-        if error is not None:
-            errors_out.append(error)
-        if text:
-            blocks.append(text)
-    text = "\n".join(part for part in [content.strip(), *blocks] if part)
-    return PlannerOutput(text=text, tool_calls=tuple(calls_out), errors=tuple(errors_out), usage=usage)
-
-
 # --- the server's side -------------------------------------------------------------------------
 
 
@@ -159,19 +98,12 @@ def openai_to_messages(raw: Sequence[Any]) -> list[Message]:
     return out
 
 
-def openai_to_specs(raw: Sequence[Any]) -> list[ToolSpec]:
-    specs = []
-    for item in raw:
-        fn = item.get("function") if isinstance(item, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise ValueError('every tool must be {"type": "function", "function": {"name": ...}}')
-        params = fn.get("parameters") or {"type": "object", "properties": {}}
-        specs.append(ToolSpec(name=fn["name"], description=fn.get("description") or "", parameters=params))
-    return specs
-
-
-def output_to_completion(out: PlannerOutput, *, model: str, tool_choice_none: bool = False) -> dict[str, Any]:
-    """Our planner's answer as a chat-completions response body."""
+def output_to_completion(
+    out: PlannerOutput, *, model: str, tool_choice_none: bool = False, finish_reason: str | None = None,
+) -> dict[str, Any]:
+    """Our planner's answer as a chat-completions response body. ``finish_reason`` overrides the
+    one read from the answer (``tool_calls`` when it holds calls, else ``stop``): ``length`` for
+    an answer cut by its token budget, ``stop`` for a call to a named tool (as the API does)."""
     message: dict[str, Any] = {"role": "assistant", "content": out.text}
     finish = "stop"
     if out.tool_calls and not tool_choice_none:
@@ -188,7 +120,7 @@ def output_to_completion(out: PlannerOutput, *, model: str, tool_choice_none: bo
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason or finish, "logprobs": None}],
         "usage": {
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,

@@ -6,6 +6,7 @@ files are there; a page without them still shows everything else.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -43,6 +44,7 @@ def view(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default: <id>.html or failed.html)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     artifacts: Optional[Path] = typer.Option(None, "--artifacts", help="Artifact folder (default: the configured one)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only what was written, as JSON."),
 ) -> None:
     """Write a self-contained HTML page of a trajectory: verdict and evidence, every step, screenshots."""
     from planner_runtime.trajectories import TrajectoryStore
@@ -50,7 +52,7 @@ def view(
     if (trajectory_id is None) == (not failed):
         raise fail("give a trajectory id or --failed (not both)")
     try:
-        with TrajectoryStore(store or Settings.from_env().store_path) as db:
+        with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
             if failed:
                 trajs = [db.get(i) for i in db.ids(success=False, since=since, until=until)]
             else:  # a trajectory and the sub-agent episodes it delegated
@@ -60,8 +62,14 @@ def view(
     title = "Failed trajectories" + (f" since {since:%Y-%m-%d %H:%M}" if since else "") if failed else None
     page = render_page(trajs, screenshots=artifact_reader(artifacts), title=title)
     path = out or Path(f"{trajectory_id}.html" if trajectory_id else "failed.html")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"--out {path}: cannot write it: {exc.strerror or exc}") from exc
     steps = sum(len(t.steps) for t in trajs)
+    if as_json:
+        print(json.dumps({"path": str(path), "trajectories": [t.id for t in trajs], "steps": steps}))
+        return
     print(f"wrote {path} ({len(trajs)} {'trajectory' if len(trajs) == 1 else 'trajectories'}, {steps} steps)")
 

@@ -11,6 +11,7 @@ from device_farm.adb import AdbDevice
 from device_farm.android import (
     Intent,
     clear_app,
+    content_insert,
     content_query,
     force_stop,
     get_setting,
@@ -95,3 +96,20 @@ def test_a_dump_with_control_characters_in_a_field_still_parses(device):
     field = next(e for e in device.observe().elements if e.editable)
     device.set_text(ui_selector(resourceId=field.resource_id), "a\x1fb\x07")
     assert device.observe().element(field.id).text == "a?b?"
+
+
+NOTES = "content://com.google.android.keep/notes"
+# what breaks a line-by-line reading of `content query`: newlines, ", name=" and lines that look like rows
+VALUE = st.lists(st.one_of(st.characters(blacklist_categories=("Cs", "Cc")),
+                           st.sampled_from(["\n", ", ", "=", ", text=", ", title=", "Row: 1 _id=", "Row: 2 _id=", "NULL"])),
+                 max_size=12).map("".join)
+
+
+@SETTINGS
+@given(text=VALUE)
+def test_any_text_in_a_projections_last_column_reads_back_exactly(device, text):
+    device.shell(["content", "delete", "--uri", NOTES])
+    content_insert(device, NOTES, {"title": "first", "text": "plain"})
+    content_insert(device, NOTES, {"title": "second", "text": text})
+    rows = content_query(device, NOTES, projection=["_id", "title", "text"], sort="_id")
+    assert [(r["title"], r["text"]) for r in rows] == [("first", "plain"), ("second", None if text == "NULL" else text)]

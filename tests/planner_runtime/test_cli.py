@@ -38,7 +38,7 @@ def test_run_task_with_scripted_planner_on_the_builtin_phone(tmp_path):
     script = tmp_path / "calls.json"
     script.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "Set."}}]))
     db = tmp_path / "t.sqlite"
-    res = cli("run", "Set an alarm for 7:30", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(db))
+    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(db))
     assert res.returncode == 0, res.stderr + res.stdout
     assert "built-in virtual phone" in res.stderr
     assert "step 1" in res.stdout and "set_alarm" in res.stdout
@@ -91,7 +91,7 @@ def test_serial_drives_an_attached_phone_with_the_same_code(tmp_path, virtual_ph
     script = tmp_path / "calls.json"
     script.write_text(json.dumps([{"name": "add_contact", "arguments": {"name": "Ada Lovelace", "phone": "+1 555 0100"}}, {"name": "finish", "arguments": {"answer": "ok"}}]))
     adb = f"{virtual_phone.adb.host}:{virtual_phone.adb.port}"
-    res = cli("run", "--task", "contacts.add_contact", "--serial", virtual_phone.serial, "--adb", adb,
+    res = cli("run", "--task", "contacts.add_contact", "--serial", virtual_phone.serial, "--adb", adb, "--allow-reset",
               "--planner", "scripted", "--script", str(script), "--store", str(tmp_path / "t.sqlite"))
     assert res.returncode == 0, res.stderr + res.stdout
     assert "built-in virtual phone" not in res.stderr
@@ -181,7 +181,7 @@ def test_replay_reexecutes_and_replans_from_the_cli(tmp_path):
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "ok"}}]))
     res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(wrong), "--adb", adb, "--store", db)
-    assert "verdict: failed" in res.stdout, res.stderr
+    assert res.returncode == 1 and "verdict: failed" in res.stdout, res.stderr
     traj_id = re.search(r"trajectory: (traj_\w+)", res.stdout).group(1)
 
     again = cli("replay", traj_id, "--adb", adb, "--store", db)
@@ -281,5 +281,5 @@ def test_run_stops_at_the_token_limit(tmp_path):
     script.write_text(json.dumps([{"name": "read_screen", "arguments": {}}] * 5))
     res = cli("run", "Look around", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(),
               "--store", str(tmp_path / "t.sqlite"), "--max-tokens", "50")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 4, res.stderr  # ExitCode.truncated
     assert "status: truncated" in res.stdout and "(1 steps," in res.stdout

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+from device_farm.adbserver import free_port
 from planner_runtime.contract import Source
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.replay import reexecute, replan
@@ -54,3 +59,48 @@ def test_replan_from_a_step_with_another_planner_fixes_a_failure(device, device_
     assert [s.index for s in fixed.steps] == [0, 1, 2, 3]
     assert fixed.steps[2].messages == failed.steps[2].messages  # the new planner saw the same input
     assert store.get(failed.id).verdict.success is False  # the original is untouched
+
+
+def replay_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "replay", *args], capture_output=True, text=True, timeout=240)
+
+
+def _alarms(phone) -> str:
+    return phone.device.shell("content query --uri content://com.android.deskclock/alarms")
+
+
+def test_replay_on_a_phone_that_is_not_virtual_needs_allow_reset(device, device_ref, store, virtual_phone):
+    traj = _record(device, device_ref, store, "6:15")
+    before = _alarms(virtual_phone)
+    where = ["--serial", virtual_phone.serial, "--adb", f"{virtual_phone.adb.host}:{virtual_phone.adb.port}", "--store", str(store.path)]
+    res = replay_cli(traj.id, *where)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and "--allow-reset" in " ".join(res.stderr.split())
+    assert _alarms(virtual_phone) == before  # not re-seeded
+
+    allowed = replay_cli(traj.id, *where, "--allow-reset", "--json")
+    assert allowed.returncode == 0, allowed.stderr
+    assert json.loads(allowed.stdout)["reproduced"] is True and "warning" in allowed.stderr
+
+
+def test_replay_exit_status_follows_the_outcome_and_json_is_only_json(device, device_ref, store, tmp_path):
+    failed = _record(device, device_ref, store, "8:00")  # the wrong alarm's switch: a failed verdict
+    dead = f"127.0.0.1:{free_port()}"  # no adb server: the built-in phone
+    same = replay_cli(failed.id, "--adb", dead, "--store", str(store.path), "--json")
+    assert same.returncode == 0, same.stderr  # reproduced, whatever its verdict
+    report = json.loads(same.stdout)
+    assert (report["reproduced"], report["success"], report["steps_replayed"]) == (True, False, 3)
+
+    finish = tmp_path / "finish.json"
+    finish.write_text(json.dumps([{"name": "finish", "arguments": {"answer": "done"}}]))
+    again = replay_cli(failed.id, "--from-step", "2", "--planner", "scripted", "--script", str(finish), "--adb", dead,
+                       "--store", str(store.path), "--json")
+    assert again.returncode == 1, again.stdout + again.stderr  # the re-planned episode did not succeed either
+    assert json.loads(again.stdout)["success"] is False, repr(again)
+
+
+def test_replay_never_creates_a_mistyped_store(tmp_path):
+    typo = tmp_path / "typo.sqlite"
+    res = replay_cli("traj_x", "--store", str(typo), "--adb", f"127.0.0.1:{free_port()}")
+    assert res.returncode == 2 and "no trajectory store at" in " ".join(res.stderr.split()), res.stderr
+    assert not typo.exists()

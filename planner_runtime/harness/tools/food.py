@@ -1,5 +1,5 @@
 """Food-delivery tools over DoorDash: ``find_restaurants`` types into the app's search field and
-reads the store list; ``order_food`` (sensitive: purchase) opens the store, taps "Add" on each
+reads the store list to its end; ``order_food`` (sensitive: purchase) opens the store, taps "Add" on each
 dish, "View cart" and "Place Order", and checks the order status screen."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.apps import _require_app
 from planner_runtime.harness.tools.storefront import (
-    by_id, has, money_value, open_screen, pick, settle, tap, tap_id, type_into,
+    by_id, find_in_list, has, money_value, open_screen, pick, read_list, settle, tap, tap_id, type_into,
 )
 
 APP = "DoorDash"
@@ -28,7 +28,7 @@ def _stores(ctx: ToolContext, query: str) -> Screen:
 
 
 class FindRestaurantsArgs(ToolArgs):
-    query: str = Field(default="", description="A restaurant name or cuisine, e.g. 'thai'; empty lists the first stores")
+    query: str = Field(default="", description="A restaurant name or cuisine, e.g. 'thai'; empty lists every store")
 
 
 class FindRestaurants(Tool):
@@ -38,9 +38,12 @@ class FindRestaurants(Tool):
     Args = FindRestaurantsArgs
 
     def run(self, ctx: ToolContext, args: FindRestaurantsArgs) -> ToolResult:
-        screen = _stores(ctx, args.query)
-        found = [{"name": n.text, "details": d.text} for n, d in zip(by_id(screen, "store_name"), by_id(screen, "store_info"))]
-        return ToolResult(result={"query": args.query, "restaurants": found}, observe=True)
+        read = read_list(ctx, _stores(ctx, args.query), "store_name", ("store_info",))
+        result: dict[str, object] = {"query": args.query,
+                                     "restaurants": [{"name": r["store_name"].text, "details": r["store_info"].text} for r in read.rows]}
+        if (more := read.more("restaurants")) is not None:
+            result["more"] = more + ", or search by name or cuisine"
+        return ToolResult(result=result, observe=True)
 
 
 class OrderFoodArgs(ToolArgs):
@@ -56,8 +59,8 @@ class OrderFood(Tool):
     sensitive = Sensitivity.purchase
 
     def run(self, ctx: ToolContext, args: OrderFoodArgs) -> ToolResult:
-        screen = _stores(ctx, args.restaurant)
-        tap(ctx, pick(by_id(screen, "store_name"), args.restaurant, "restaurant"))
+        store, _ = find_in_list(ctx, _stores(ctx, args.restaurant), "store_name", args.restaurant, "restaurant")
+        tap(ctx, store)
         screen = settle(ctx, APP, has("item_name"))
         for dish in args.items:
             names = by_id(screen, "item_name")

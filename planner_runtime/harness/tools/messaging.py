@@ -85,5 +85,6 @@ class ReadMessages(Tool):
     def run(self, ctx: ToolContext, args: ReadMessagesArgs) -> ToolResult:
         _require_app(ctx, "Messages")
         where = f"address={_sql_text(number_for(ctx, args.sender))}" if args.sender else None
-        rows = content_query(ctx.device, SMS_INBOX, projection=["address", "body", "date"], where=where, sort="date DESC, _id DESC")
+        # the body last: Android's row format is only ambiguous for a value followed by another column
+        rows = content_query(ctx.device, SMS_INBOX, projection=["address", "date", "body"], where=where, sort="date DESC, _id DESC")
         return ToolResult(result=[{"from": r.get("address"), "text": r.get("body")} for r in rows[: args.limit]])

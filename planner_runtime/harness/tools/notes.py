@@ -18,12 +18,14 @@ from planner_runtime.harness.tools.apps import _require_app, _sql_text
 from planner_runtime.harness.tools.gui import wait_for_screen
 
 NOTES_URI = "content://com.google.android.keep/notes"
+SHOWN = 20  # notes one answer carries; past that the answer says how many matched
 SHARE_RECEIVER = "com.google.android.keep/.activities.ShareReceiverActivity"
 
 
 def _notes(ctx: ToolContext, where: str) -> list[dict[str, str | None]]:
     try:
-        return content_query(ctx.device, NOTES_URI, projection=["_id", "title", "text", "pinned"],
+        # the body last: Android's row format is only ambiguous for a value before another column
+        return content_query(ctx.device, NOTES_URI, projection=["_id", "pinned", "title", "text"],
                              where=f"trashed=0 AND ({where})", sort="pinned DESC, modified DESC")
     except ShellCommandError as exc:
         raise ToolFailure(ErrorCode.action_failed, f"Keep's notes could not be read: {exc.output.strip()[:200]}") from exc
@@ -61,14 +63,19 @@ class SearchNotesArgs(ToolArgs):
 class SearchNotes(Tool):
     name = "search_notes"
     app = "Keep Notes"
-    description = "Find notes in Keep Notes whose title or text contains the words; returns their titles and text."
+    description = (f"Find notes in Keep Notes whose title or text contains the words; returns their titles and whole text "
+                   f"(the first {SHOWN}, pinned then newest, and how many more matched).")
     Args = SearchNotesArgs
 
     def run(self, ctx: ToolContext, args: SearchNotesArgs) -> ToolResult:
         _require_app(ctx, "Keep Notes")
         like = _sql_text(f"%{args.query}%")
         rows = _notes(ctx, f"title LIKE {like} OR text LIKE {like}")
-        return ToolResult(result=[{"title": r["title"], "text": r["text"]} for r in rows[:20]])
+        found: dict[str, object] = {"notes": [{"title": r["title"], "text": r["text"]} for r in rows[:SHOWN]]}
+        if len(rows) > SHOWN:
+            found["more"] = (f"showing the first {SHOWN} of {len(rows)} matching notes (pinned, then newest); "
+                             "search with a more distinctive word to find the others")
+        return ToolResult(result=found)
 
 
 class DeleteNoteArgs(ToolArgs):

@@ -1,5 +1,5 @@
 """Payment tools over PayPal: ``payment_activity`` opens the app's home screen and reads the
-balance and the recent activity; ``send_money`` (sensitive: pay) taps "Send", fills in the
+balance and the recent activity (scrolling it to its end); ``send_money`` (sensitive: pay) taps "Send", fills in the
 recipient, amount and note, taps "Send Now" and checks the confirmation (or reports why PayPal
 refused, e.g. not enough balance)."""
 
@@ -13,9 +13,10 @@ from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.apps import _require_app
-from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, settle, tap, type_into
+from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, read_list, settle, tap, type_into
 
 APP = "PayPal"
+SHOWN = 30  # transactions one answer carries: the activity goes back years
 
 
 def _home(ctx: ToolContext) -> Screen:
@@ -28,14 +29,21 @@ def _home(ctx: ToolContext) -> Screen:
 class PaymentActivity(Tool):
     name = "payment_activity"
     app = "Payments"
-    description = "Read the PayPal balance and the recent activity (who, date, note, amount: negative = sent, positive = received)."
+    description = f"Read the PayPal balance and the activity, newest first, up to {SHOWN} (who, date, note, amount: negative = sent, positive = received)."
 
     def run(self, ctx: ToolContext, args: ToolArgs) -> ToolResult:
         screen = _home(ctx)
-        rows = zip(by_id(screen, "activity_item_title"), by_id(screen, "activity_item_subtitle"), by_id(screen, "activity_item_amount"))
-        activity = [{"who": t.text, "date": s.text.split(" · ")[0], "note": s.text.partition(" · ")[2],
-                     "amount": money_value(a.text) * (-1 if a.text.startswith("-") else 1)} for t, s, a in rows]
-        return ToolResult(result={"balance": money_value(by_id(screen, "balance_amount")[0].text), "recent": activity}, observe=True)
+        balance = money_value(by_id(screen, "balance_amount")[0].text)  # read before the list scrolls it away
+        read = read_list(ctx, screen, "activity_item_title", ("activity_item_subtitle", "activity_item_amount"), max_rows=SHOWN)
+        activity = []
+        for row in read.rows:
+            sub, amount = row["activity_item_subtitle"].text, row["activity_item_amount"].text
+            activity.append({"who": row["activity_item_title"].text, "date": sub.split(" · ")[0], "note": sub.partition(" · ")[2],
+                             "amount": money_value(amount) * (-1 if amount.startswith("-") else 1)})
+        result: dict[str, object] = {"balance": balance, "recent": activity}
+        if (more := read.more("transactions, newest first")) is not None:
+            result["more"] = more
+        return ToolResult(result=result, observe=True)
 
 
 class SendMoneyArgs(ToolArgs):

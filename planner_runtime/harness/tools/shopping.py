@@ -1,7 +1,7 @@
 """Shopping tools over the Amazon Shopping app: ``search_products`` opens the search-results
-deep link (`https://www.amazon.com/s?k=...`, which the app handles) and reads the list;
-``buy_product`` (sensitive: purchase) finds the product the same way, taps it, "Buy Now" and
-"Place your order", and checks the confirmation."""
+deep link (`https://www.amazon.com/s?k=...`, which the app handles) and reads the list, scrolling
+it to its end (or to a bound it then names); ``buy_product`` (sensitive: purchase) finds the
+product the same way, taps it, "Buy Now" and "Place your order", and checks the confirmation."""
 
 from __future__ import annotations
 
@@ -10,21 +10,22 @@ from urllib.parse import quote_plus
 from pydantic import Field
 
 from device_farm.android import Intent
+from device_farm.hierarchy import Screen
 from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolResult
 from planner_runtime.harness.tools.apps import _require_app
-from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, pick, settle, tap, tap_id
+from planner_runtime.harness.tools.storefront import (
+    by_id, find_in_list, has, money_value, open_screen, read_list, settle, tap, tap_id,
+)
 
 VIEW = "android.intent.action.VIEW"
+SHOWN = 40  # results one answer carries: a search's list may go on for pages
 
 
-def _results(ctx: ToolContext, query: str, package: str) -> tuple[list[dict[str, object]], object]:
+def _results(ctx: ToolContext, query: str) -> Screen:
     url = f"https://www.amazon.com/s?k={quote_plus(query)}"
-    screen = open_screen(ctx, Intent(action=VIEW, data=url),
-                         "Amazon Shopping", lambda s: has("item_title")(s) or has("no_results")(s))
-    titles, prices = by_id(screen, "item_title"), by_id(screen, "item_price")
-    items = [{"title": t.text, "price": money_value(p.text)} for t, p in zip(titles, prices)]
-    return items, screen
+    return open_screen(ctx, Intent(action=VIEW, data=url),
+                       "Amazon Shopping", lambda s: has("item_title")(s) or has("no_results")(s))
 
 
 class SearchProductsArgs(ToolArgs):
@@ -34,13 +35,17 @@ class SearchProductsArgs(ToolArgs):
 class SearchProducts(Tool):
     name = "search_products"
     app = "Shopping"
-    description = "Search Amazon Shopping and return the results shown first (title and price in dollars)."
+    description = f"Search Amazon Shopping and return the results, up to {SHOWN} (title and price in dollars)."
     Args = SearchProductsArgs
 
     def run(self, ctx: ToolContext, args: SearchProductsArgs) -> ToolResult:
-        package = _require_app(ctx, "Shopping")
-        items, _ = _results(ctx, args.query, package)
-        return ToolResult(result={"query": args.query, "results": items}, observe=True)
+        _require_app(ctx, "Shopping")
+        read = read_list(ctx, _results(ctx, args.query), "item_title", ("item_price",), max_rows=SHOWN)
+        result: dict[str, object] = {"query": args.query,
+                                     "results": [{"title": r["item_title"].text, "price": money_value(r["item_price"].text)} for r in read.rows]}
+        if (more := read.more("results")) is not None:
+            result["more"] = more + ", or search with more words"
+        return ToolResult(result=result, observe=True)
 
 
 class BuyProductArgs(ToolArgs):
@@ -56,10 +61,13 @@ class BuyProduct(Tool):
     sensitive = Sensitivity.purchase
 
     def run(self, ctx: ToolContext, args: BuyProductArgs) -> ToolResult:
-        package = _require_app(ctx, "Shopping")
-        _, screen = _results(ctx, args.query, package)
-        titles = by_id(screen, "item_title")  # type: ignore[arg-type]
-        chosen = pick(titles, args.title or args.query, "product") if args.title or not titles else titles[0]
+        _require_app(ctx, "Shopping")
+        screen = _results(ctx, args.query)
+        titles = by_id(screen, "item_title")
+        if args.title or not titles:
+            chosen, screen = find_in_list(ctx, screen, "item_title", args.title or args.query, "product")
+        else:
+            chosen = titles[0]
         tap(ctx, chosen)
         screen = settle(ctx, "Amazon Shopping", has("buy-now-button"))
         tap_id(ctx, screen, "buy-now-button", "Buy Now button")

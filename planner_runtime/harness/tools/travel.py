@@ -1,7 +1,7 @@
 """Travel tools over Booking.com: ``search_hotels`` opens the search-results link the app handles
 (`booking.com/searchresults.html?ss=...&checkin=...&checkout=...`) and reads the properties with
 their review scores and stay prices; ``book_hotel`` (sensitive: purchase) opens one of them, taps
-"Reserve" and "Complete booking", and checks the confirmation."""
+"Reserve" and "Complete booking", and checks the confirmation. Both scroll the results to their end."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from device_farm.hierarchy import Screen
 from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolResult
 from planner_runtime.harness.tools.apps import _require_app
-from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, pick, settle, tap, tap_id
+from planner_runtime.harness.tools.storefront import (
+    by_id, find_in_list, has, money_value, open_screen, read_list, settle, tap, tap_id,
+)
 
 APP = "Booking.com"
 DAY = r"^\d{4}-\d{2}-\d{2}$"
@@ -51,10 +53,13 @@ class SearchHotels(Tool):
     Args = StayArgs
 
     def run(self, ctx: ToolContext, args: StayArgs) -> ToolResult:
-        screen = _results(ctx, args)
-        found = [{"name": n.text, "score": float(s.text), "total": money_value(p.text.split(" for ")[0])}
-                 for n, s, p in zip(by_id(screen, "sr_hotel_name"), by_id(screen, "review_score_badge"), by_id(screen, "price_view_price"))]
-        return ToolResult(result={"city": args.city, "checkin": args.checkin, "checkout": args.checkout, "properties": found}, observe=True)
+        read = read_list(ctx, _results(ctx, args), "sr_hotel_name", ("review_score_badge", "price_view_price"))
+        found = [{"name": r["sr_hotel_name"].text, "score": float(r["review_score_badge"].text),
+                  "total": money_value(r["price_view_price"].text.split(" for ")[0])} for r in read.rows]
+        result: dict[str, object] = {"city": args.city, "checkin": args.checkin, "checkout": args.checkout, "properties": found}
+        if (more := read.more("properties")) is not None:
+            result["more"] = more
+        return ToolResult(result=result, observe=True)
 
 
 class BookHotelArgs(StayArgs):
@@ -69,8 +74,8 @@ class BookHotel(Tool):
     sensitive = Sensitivity.purchase
 
     def run(self, ctx: ToolContext, args: BookHotelArgs) -> ToolResult:
-        screen = _results(ctx, args)
-        tap(ctx, pick(by_id(screen, "sr_hotel_name"), args.hotel, f"property in {args.city}"))
+        hotel, _ = find_in_list(ctx, _results(ctx, args), "sr_hotel_name", args.hotel, f"property in {args.city}")
+        tap(ctx, hotel)
         screen = settle(ctx, APP, has("select_room_cta"))
         tap_id(ctx, screen, "select_room_cta", "Reserve button")
         screen = settle(ctx, APP, has("action_button"))

@@ -44,13 +44,19 @@ class ScriptedAnswers:
 
     @classmethod
     def load(cls, path: Path) -> ScriptedAnswers:
-        """A YAML mapping of question pattern → answer."""
+        """A YAML mapping of question pattern → answer (text); anything else is a
+        :class:`ConfigError` naming the file."""
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not YAML: {' '.join(str(exc).split())}") from None
         if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping of question pattern: answer")
+            raise ConfigError(f"{path}: expected a mapping of question pattern: answer (like 'which time': '7:30'), got a {type(data).__name__}")
+        for pattern, answer in data.items():
+            if isinstance(answer, (dict, list)) or answer is None:
+                raise ConfigError(f"{path}: the answer to {pattern!r} must be text")
         return cls.from_mapping(data, str(path))
 
     def __call__(self, question: str) -> str | None:

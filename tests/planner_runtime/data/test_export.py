@@ -86,3 +86,27 @@ def test_prompt_matches_the_local_planner_and_trl_trains_on_it(exported, store, 
     assert tok.decode(trained).startswith('<tool_call>')
     result = trainer.train()
     assert result.training_loss > 0
+
+
+def _export_cli(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "export", "sft", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_export_cli_reports_an_unwritable_out_and_a_missing_store_in_one_line(store, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    res = _export_cli("--out", str(blocker / "sft.jsonl"), "--store", str(store.path))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and f"cannot write {blocker / 'sft.jsonl'}" in " ".join(res.stderr.split())
+
+    typo = tmp_path / "typo.sqlite"
+    res = _export_cli("--out", str(tmp_path / "sft.jsonl"), "--store", str(typo))
+    assert res.returncode == 2 and "no trajectory store at" in " ".join(res.stderr.split()), res.stderr
+    assert not typo.exists() and not (tmp_path / "sft.jsonl").exists()
+
+    res = _export_cli("--out", str(tmp_path / "sft.jsonl"), "--store", str(store.path), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"out": str(tmp_path / "sft.jsonl"), "rows": 0, "trajectories": 0, "masked_turns": 0}

@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -44,7 +46,8 @@ def test_add_list_forget_export_import(cli, tmp_path):
     assert "intent" in shown.stdout and "trigger app:Messages" in shown.stdout
 
     out = tmp_path / "mem.jsonl"
-    assert cli("memory", "export", str(out)).returncode == 0 and len(out.read_text().splitlines()) == 3
+    assert _json(cli("memory", "export", str(out), "--json")) == {"path": str(out), "profile": "default", "count": 3}
+    assert len(out.read_text().splitlines()) == 3
     res = cli("memory", "import", str(out), "--profile", "laptop")
     assert res.returncode == 0 and "imported 3 memories into profile 'laptop' (0 already there)" in " ".join(res.stdout.split())
     assert {m["id"] for m in _json(cli("memory", "list", "--profile", "laptop", "--json"))} == {m["id"] for m in _json(cli("memory", "list", "--json"))}
@@ -70,20 +73,74 @@ def test_mistakes_are_said_plainly(cli, tmp_path):
     assert res.returncode == 2 and "bad profile name" in res.stderr
 
 
-def test_run_recalls_from_the_profile_and_writes_the_episode_summary(cli, tmp_path):
-    assert cli("memory", "add", "I wake up at 6:45 on weekdays", "--profile", "me").returncode == 0
-    script = tmp_path / "calls.json"
-    script.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 6, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "Set for 6:45"}}]))
-    adb = f"127.0.0.1:{free_port()}"
-    res = cli("run", "Set the alarm I wake up with", "--profile", "me", "--planner", "scripted", "--script", str(script),
-              "--adb", adb, "--store", str(tmp_path / "t.sqlite"), "--json")
-    assert res.returncode == 0, res.stderr + res.stdout
-    traj = json.loads(res.stdout[res.stdout.index('{"id"'):])
-    assert "- I wake up at 6:45 on weekdays [preference]" in traj["steps"][0]["messages"][0]["content"]
-    episodes = _json(cli("memory", "list", "--profile", "me", "--kind", "episodic", "--json"))
-    assert episodes[0]["provenance"] == traj["id"] and 'asked "Set the alarm I wake up with"; finished' in episodes[0]["text"]
+class _Model(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint whose model answers each request with the next tool call."""
 
-    res = cli("run", "Set the alarm I wake up with", "--profile", "me", "--no-memory", "--planner", "scripted", "--script", str(script),
-              "--adb", adb, "--store", str(tmp_path / "t.sqlite"), "--json")
+    protocol_version = "HTTP/1.1"
+    replies: list[dict] = []
+
+    def log_message(self, *args) -> None:  # noqa: ANN002
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        call = self.replies.pop(0) if self.replies else {"name": "finish", "arguments": {"answer": "done"}}
+        message = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{len(self.replies)}", "type": "function", "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]}
+        body = json.dumps({"choices": [{"message": message, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 50, "completion_tokens": 9}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def model_endpoint():
+    """``--planner`` for a model behind an OpenAI-compatible server; set ``_Model.replies`` first."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"openai://127.0.0.1:{httpd.server_address[1]}/model"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_run_recalls_from_the_profile_and_records_only_a_model_planned_success(cli, tmp_path, model_endpoint):
+    assert cli("memory", "add", "I wake up at 6:45 on weekdays", "--profile", "me").returncode == 0
+    calls = [{"name": "remember", "arguments": {"text": "I like my alarms quiet", "kind": "preference"}},
+             {"name": "set_alarm", "arguments": {"hour": 6, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "Set for 6:45"}}]
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps(calls))
+    common = ("--adb", f"127.0.0.1:{free_port()}", "--store", str(tmp_path / "t.sqlite"), "--json")
+    res = cli("run", "Set the alarm I wake up with and remember I like quiet alarms", "--profile", "me", "--planner", "scripted",
+              "--script", str(script), *common)
+    traj = _json(res)
+    assert "- I wake up at 6:45 on weekdays [preference]" in traj["steps"][0]["messages"][0]["content"]
+    assert _json(cli("memory", "list", "--profile", "me", "--kind", "episodic", "--json")) == []  # a scripted replay is no episode of the user's
+    kept = _json(cli("memory", "list", "--profile", "me", "--kind", "preference", "--json"))
+    assert [m["text"] for m in kept] == ["I like my alarms quiet", "I wake up at 6:45 on weekdays"]  # what the goal asked to remember stays
+
+    _Model.replies = [{"name": "set_alarm", "arguments": {"hour": 6, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "Set for 6:45"}}]
+    traj = _json(cli("run", "Set the alarm I wake up with", "--profile", "me", "--planner", model_endpoint, *common))
+    episodes = _json(cli("memory", "list", "--profile", "me", "--kind", "episodic", "--json"))
+    assert [e["provenance"] for e in episodes] == [traj["id"]] and 'asked "Set the alarm I wake up with"; finished' in episodes[0]["text"]
+
+    _Model.replies = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 0}}, {"name": "finish", "arguments": {"answer": "Set for 7"}}]
+    failed = cli("run", "--task", "clock.set_alarm", "--profile", "me", "--planner", model_endpoint, *common)
+    assert failed.returncode == 1 and json.loads(failed.stdout)["verdict"]["success"] is False
+    assert len(_json(cli("memory", "list", "--profile", "me", "--kind", "episodic", "--json"))) == 1  # a failure is not recorded
+
+    res = cli("run", "Set the alarm I wake up with", "--profile", "me", "--no-memory", "--planner", model_endpoint, *common)
     assert res.returncode == 0 and "What you know" not in res.stdout
     assert len(_json(cli("memory", "list", "--profile", "me", "--kind", "episodic", "--json"))) == 1
+
+
+def test_a_free_form_scripted_run_leaves_the_default_profile_alone(cli, tmp_path):
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "read_screen", "arguments": {}}, {"name": "finish", "arguments": {"answer": "Home screen"}}]))
+    res = cli("run", "What is on my screen?", "--planner", "scripted", "--script", str(script), "--adb", f"127.0.0.1:{free_port()}",
+              "--store", str(tmp_path / "t.sqlite"))
+    assert res.returncode == 0, res.stderr
+    assert _json(cli("memory", "list", "--json")) == []
