@@ -72,7 +72,7 @@ def tasks_audit(
                                          help="Audit on this attached phone instead of the built-in virtual phone "
                                               "(needs --allow-reset: every task's setup runs on it)."),
     allow_reset: bool = typer.Option(False, "--allow-reset",
-                                     help="Let the tasks' setups delete and overwrite data on the --serial phone."),
+                                     help="Let the tasks' setups delete and overwrite data on the --serial phone (a warning names what)."),
     adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port the --serial phone is on."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (only JSON on stdout)."),
@@ -80,7 +80,8 @@ def tasks_audit(
     """Flag tasks a planner passes without doing the work: run a do-nothing planner on every
     task, and judge its end state again with an answer naming every entity the setup seeded.
 
-    Runs on fresh built-in virtual phones unless --serial (with --allow-reset) names a phone.
+    Runs on fresh built-in virtual phones unless --serial names a phone, which needs --allow-reset
+    (or the serial in PLANNER_AGENT_DISPOSABLE_SERIALS): the setups delete and overwrite its data.
     Exit 0 when no task is flagged, 1 when some task is flagged or could not be run,
     2 when --serial is given without --allow-reset, 3 when the device failed."""
     from contextlib import ExitStack
@@ -97,7 +98,7 @@ def tasks_audit(
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
     tasks = _load(suite)
-    if serial is not None:
+    if serial is not None and serial not in settings.disposable_serials:
         resets = what_setup_resets(tasks.tasks)
         if not allow_reset:
             raise _fail(f"the audit runs every task's setup on {serial}, which {resets}; pass --allow-reset "

@@ -25,8 +25,8 @@ _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")
 CONTACTS = "content://com.android.contacts/raw_contacts"
 
 
-def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PLANNER_AGENT_HOME": os.environ.get("PLANNER_AGENT_HOME", _HOME), "COLUMNS": "80"}
+def cli(*args: str, timeout: float = 240, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PLANNER_AGENT_HOME": os.environ.get("PLANNER_AGENT_HOME", _HOME), "COLUMNS": "80", **extra_env}
     return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
@@ -127,3 +127,14 @@ def test_audit_with_allow_reset_warns_and_runs_on_the_named_phone(tmp_path, virt
     assert f"warning: running every task's setup on {virtual_phone.serial}: it deletes rows of {CONTACTS}; adds rows to {CONTACTS}" \
         in " ".join(res.stderr.split())
     assert not _kept(device)  # as warned
+
+
+def test_audit_runs_on_a_phone_marked_disposable(tmp_path, virtual_phone, device):
+    _keep_contact(device)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tasks:\n" + _lookup("lookup.fixed", EXCLUDES))
+    adb = f"{virtual_phone.adb.host}:{virtual_phone.adb.port}"
+    res = cli("tasks", "audit", "--suite", str(suite), "--serial", virtual_phone.serial, "--adb", adb,
+              "--store", str(tmp_path / "t.sqlite"), PLANNER_AGENT_DISPOSABLE_SERIALS=virtual_phone.serial)
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stdout + res.stderr
+    assert not _kept(device)
