@@ -68,20 +68,28 @@ def tasks_list(
 @tasks_app.command("audit")
 def tasks_audit(
     suite: Optional[Path] = typer.Option(None, "--suite", help="A suite YAML file (default: built-in)."),
-    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Audit on this attached phone."),
-    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    serial: Optional[str] = typer.Option(None, "--serial", "-s",
+                                         help="Audit on this attached phone instead of the built-in virtual phone "
+                                              "(needs --allow-reset: every task's setup runs on it)."),
+    allow_reset: bool = typer.Option(False, "--allow-reset",
+                                     help="Let the tasks' setups delete and overwrite data on the --serial phone (a warning names what)."),
+    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port the --serial phone is on."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (only JSON on stdout)."),
 ) -> None:
-    """Run a do-nothing planner on every task; flag tasks that pass without acting.
+    """Flag tasks a planner passes without doing the work: run a do-nothing planner on every
+    task, and judge its end state again with an answer naming every entity the setup seeded.
 
-    Exit 0 when none does, 1 when some task passes without acting or could not be run,
-    3 when the device failed."""
+    Runs on fresh built-in virtual phones unless --serial names a phone, which needs --allow-reset
+    (or the serial in PLANNER_AGENT_DISPOSABLE_SERIALS): the setups delete and overwrite its data.
+    Exit 0 when no task is flagged, 1 when some task is flagged or could not be run,
+    2 when --serial is given without --allow-reset, 3 when the device failed."""
+    from contextlib import ExitStack
     from functools import partial
 
     from device_farm.errors import DeviceError
     from planner_runtime.runner import open_device
-    from planner_runtime.tasks.audit import audit
+    from planner_runtime.tasks.audit import audit, builtin_phones, what_setup_resets
     from planner_runtime.trajectories import TrajectoryStore
 
     try:
@@ -90,20 +98,32 @@ def tasks_audit(
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
     tasks = _load(suite)
+    if serial is not None and serial not in settings.disposable_serials:
+        resets = what_setup_resets(tasks.tasks)
+        if not allow_reset:
+            raise _fail(f"the audit runs every task's setup on {serial}, which {resets}; pass --allow-reset "
+                        "to run it there anyway, or leave out --serial to audit on the built-in virtual phone")
+        err.print(f"[yellow]warning:[/yellow] running every task's setup on {escape(serial)}: it {escape(resets)}",
+                  soft_wrap=True)
     say = err.print if as_json else console.print
     try:
-        with TrajectoryStore(store or settings.store_path) as db:
-            results = audit(tasks.tasks, partial(open_device, serial, host, port, say=lambda m: None), db)
+        with ExitStack() as stack:
+            db = stack.enter_context(TrajectoryStore(store or settings.store_path))
+            phones = (partial(open_device, serial, host, port, say=lambda m: None) if serial is not None
+                      else stack.enter_context(builtin_phones()))
+            results = audit(tasks.tasks, phones, db)
     except DeviceError as exc:
         raise _fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
         raise _fail(str(exc)) from exc
-    flagged = [r for r in results if r.passes_without_acting]
-    broken = [r for r in results if not r.ran and not r.passes_without_acting]
+    flagged = [r for r in results if r.flagged]
+    broken = [r for r in results if not r.ran and not r.flagged]
     infra = any(r.infra for r in results)
     for r in results:
         if r.passes_without_acting:
             mark = "[red]PASSES WITHOUT ACTING[/red]"
+        elif r.passes_by_naming_everything:
+            mark = "[red]PASSES BY NAMING EVERYTHING[/red] (add answer_excludes with the wrong candidates)"
         elif not r.ran:
             mark = f"[yellow]COULD NOT RUN[/yellow] {escape(r.error or _first_evidence(r))}"
         else:

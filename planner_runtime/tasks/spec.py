@@ -183,6 +183,8 @@ class CheckSpec(_OneOf):
     name: str | None = None
     content: ContentCheck | None = None
     answer_contains: str | None = None
+    # The answer names none of these (the wrong candidates), so listing every candidate fails.
+    answer_excludes: tuple[str, ...] | None = Field(default=None, min_length=1)
     answer_equals: str | None = None
     answer_number: AnswerNumber | None = None
     called: CalledCheck | None = None
