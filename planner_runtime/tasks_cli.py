@@ -17,7 +17,7 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from planner_runtime.cli_common import ExitCode, console, err
+from planner_runtime.cli_common import ExitCode, console, err, fail
 from planner_runtime.config import Settings, parse_host_port
 from planner_runtime.errors import PlannerRuntimeError, TaskSpecError
 
@@ -30,12 +30,6 @@ class Split(str, Enum):
     test = "test"
 
 
-def _fail(message: str, code: int = ExitCode.usage) -> typer.Exit:
-    """One line on stderr, printed as is (a message may hold ``[...]``, which is not markup)."""
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-    return typer.Exit(code)
-
-
 def _emit(document: Any) -> None:
     print(json.dumps(document, indent=2, ensure_ascii=False))
 
@@ -46,7 +40,7 @@ def _load(suite: Optional[Path]):  # noqa: ANN202 - a Suite
     try:
         return load_suite(suite) if suite else builtin_suite()
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 @tasks_app.command("list")
@@ -96,12 +90,12 @@ def tasks_audit(
         settings = Settings.from_env()
         host, port = parse_host_port(adb or settings.adb)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     tasks = _load(suite)
     if serial is not None and serial not in settings.disposable_serials:
         resets = what_setup_resets(tasks.tasks)
         if not allow_reset:
-            raise _fail(f"the audit runs every task's setup on {serial}, which {resets}; pass --allow-reset "
+            raise fail(f"the audit runs every task's setup on {serial}, which {resets}; pass --allow-reset "
                         "to run it there anyway, or leave out --serial to audit on the built-in virtual phone")
         err.print(f"[yellow]warning:[/yellow] running every task's setup on {escape(serial)}: it {escape(resets)}",
                   soft_wrap=True)
@@ -113,9 +107,9 @@ def tasks_audit(
                       else stack.enter_context(builtin_phones()))
             results = audit(tasks.tasks, phones, db)
     except DeviceError as exc:
-        raise _fail(f"device: {exc}", ExitCode.infra) from exc
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     flagged = [r for r in results if r.flagged]
     broken = [r for r in results if not r.ran and not r.flagged]
     infra = any(r.infra for r in results)
@@ -161,7 +155,7 @@ def tasks_check(
         if as_json:
             _emit({"path": str(path), "ok": False, "error": {"path": exc.path, "line": exc.line, "field": exc.field,
                                                               "message": exc.message}})
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if as_json:
         _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks)})
         return
@@ -172,11 +166,11 @@ def _load_skills(directory: Optional[Path]):  # noqa: ANN202 - list[Skill]
     from planner_runtime.harness.skills import load_skills
 
     if directory is not None and not directory.is_dir():
-        raise _fail(f"{directory}: no such skills folder")
+        raise fail(f"{directory}: no such skills folder")
     try:
         return load_skills(directory)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 _SKILLS_DIR = typer.Option(None, "--dir", help="Skills folder (default: $PLANNER_AGENT_SKILLS_DIR or the built-in one).")
@@ -201,7 +195,7 @@ def skills_show(name: str = typer.Argument(...), directory: Optional[Path] = _SK
     """Show one skill as the planner reads it."""
     skill = next((s for s in _load_skills(directory) if s.name == name), None)
     if skill is None:
-        raise _fail(f"no skill {name!r}; see `planner-agent skills list`")
+        raise fail(f"no skill {name!r}; see `planner-agent skills list`")
     console.print(skill.to_prompt(full=True), markup=False)
 
 

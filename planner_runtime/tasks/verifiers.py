@@ -206,7 +206,7 @@ def verify(task: TaskSpec, device: Device, trajectory: Trajectory) -> Verdict:
         return Verdict(
             success=False,
             score=0.0,
-            checks=(Check(name="episode ran", passed=False, evidence="the device failed during the episode"),),
+            checks=(Check(name="episode ran", passed=False, evidence="an infrastructure fault (the device or the planner endpoint) ended the episode"),),
             failure_kind=FailureKind.infra,
         )
     checks: list[Check] = []
