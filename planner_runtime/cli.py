@@ -182,9 +182,8 @@ def show(
             tokens = db.usage(traj.id)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
-    if as_json:  # the trajectory ("usage" is its own) and what its sub-agents cost on top
-        print(json.dumps({**traj.model_dump(mode="json"), "subagent_usage": tokens.subagents.model_dump(),
-                          "total_usage": tokens.total.model_dump(), "subagent_episodes": tokens.subagent_episodes}))
+    if as_json:  # the trajectory as stored ("usage": its own turns) and "tokens": own, sub-agents, total
+        print(json.dumps({**traj.model_dump(mode="json"), "tokens": {**tokens.model_dump(), "total": tokens.total.model_dump()}}))
         return
     if traj.parent:
         console.print(f"[dim]a sub-agent's episode, delegated by {traj.parent}[/dim]")

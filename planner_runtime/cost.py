@@ -73,11 +73,11 @@ class TokenUsage(Record):
 
 def own_usage(traj: Trajectory) -> Usage:
     """What ``traj``'s own planner turns cost: its recorded total, which also covers turns that
-    were not kept as steps, or its steps' sum where that is more (an episode cut off before its
-    total was written records none)."""
-    steps = sum((s.usage for s in traj.steps), Usage())
-    return Usage(prompt_tokens=max(traj.usage.prompt_tokens, steps.prompt_tokens),
-                 completion_tokens=max(traj.usage.completion_tokens, steps.completion_tokens))
+    were not kept as steps, or where none was written (an episode cut off before its end) the sum
+    over its steps. The store counts a trajectory's tokens the same way."""
+    if traj.usage != Usage():
+        return traj.usage
+    return sum((s.usage for s in traj.steps), Usage())
 
 
 class StepCost(Record):

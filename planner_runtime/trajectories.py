@@ -16,8 +16,8 @@ from typing import Any, Iterator
 
 from sqlalchemy import case, func, insert, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import ColumnElement, Select
-from sqlalchemy.sql.expression import TableClause
+from sqlalchemy.sql import ColumnElement, FromClause, Select
+from sqlalchemy.sql.expression import CTE
 
 from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
 from planner_runtime.cost import TokenUsage
@@ -27,27 +27,34 @@ from planner_runtime.trajectory_schema import Filter, Summary, add_missing_colum
 
 __all__ = ["Filter", "Summary", "TrajectoryStore", "completed_items"]
 
-def _own_tokens(t: TableClause, kind: str) -> ColumnElement:
+def _own_tokens(t: FromClause, kind: str) -> ColumnElement:
     """A trajectory's own ``prompt_tokens`` or ``completion_tokens``: the row's total, or where
-    none was written (an episode cut off before its end) the sum over its committed steps. The
-    steps are read only then: a step's record holds its whole model input."""
+    none was written (an episode cut off before its end) the sum over its committed steps, as
+    :func:`planner_runtime.cost.own_usage` counts them. The steps are read only then: a step's
+    record holds its whole model input."""
     from_steps = (select(func.coalesce(func.sum(func.json_extract(steps.c.record, f"$.usage.{kind}")), 0))
                   .where(steps.c.trajectory_id == t.c.id).scalar_subquery())
     unwritten = (func.coalesce(t.c.prompt_tokens, 0) == 0) & (func.coalesce(t.c.completion_tokens, 0) == 0)
     return case((unwritten, from_steps), else_=t.c[kind])
 
 
-def _subagent_totals(roots: Select) -> Select:
-    """Per root of ``roots`` (a select of ``trajectories.c.id``): how many sub-agent episodes
-    descend from it by ``parent`` links, every level down, and their own tokens summed.
+def _tree(roots: Select) -> CTE:
+    """``(root, id)`` for each root of ``roots`` (a select of ``trajectories.c.id``) and every
+    episode under it by ``parent`` links, every level down (the root itself included).
 
-    Counted from the store rather than from the delegate steps, so a sub-agent is counted even
-    when the episode that delegated it died before its delegate step was written."""
+    Sub-agents are found by their stored ``parent`` link rather than read from the delegate
+    steps, so one is counted even when the episode that delegated it died before its delegate
+    step was written: the child's steps and total are committed as it runs."""
     t = trajectories
     tree = roots.with_only_columns(t.c.id.label("root"), t.c.id.label("id")).cte("tree", recursive=True)
     child = t.alias("child")
-    tree = tree.union(select(tree.c.root, child.c.id).where(child.c.parent == tree.c.id))  # UNION: a loop ends
-    member = t.alias("member")
+    return tree.union(select(tree.c.root, child.c.id).where(child.c.parent == tree.c.id))  # UNION: a loop ends
+
+
+def _subagent_totals(roots: Select) -> Select:
+    """Per root of ``roots`` that delegated anything: how many sub-agent episodes are under it
+    and their own tokens summed."""
+    tree, member = _tree(roots), trajectories.alias("member")
     return (
         select(
             tree.c.root,
@@ -232,10 +239,9 @@ class TrajectoryStore(SqliteFile):
     def descendants(self, trajectory_id: str) -> list[str]:
         """Ids of every sub-agent episode under ``trajectory_id`` (its children, theirs, ...), oldest first."""
         t = trajectories
-        tree = select(t.c.id).where(t.c.parent == trajectory_id).cte("tree", recursive=True)
-        child = t.alias("child")
-        tree = tree.union(select(child.c.id).where(child.c.parent == tree.c.id))
-        query = select(t.c.id).join_from(tree, t, t.c.id == tree.c.id).order_by(t.c.started_at)
+        tree = _tree(select(t.c.id).where(t.c.id == trajectory_id))
+        query = (select(t.c.id).join_from(tree, t, t.c.id == tree.c.id).where(tree.c.id != tree.c.root)
+                 .order_by(t.c.started_at))
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 

@@ -101,9 +101,9 @@ def test_run_show_list_and_view_show_the_sub_agents_share(tmp_path):
     shown = _cli("show", traj_id, "--store", str(db))
     assert shown.returncode == 0 and split in shown.stdout, shown.stdout
     as_json = json.loads(_cli("show", traj_id, "--store", str(db), "--json").stdout)
-    assert (as_json["usage"]["prompt_tokens"], as_json["usage"]["completion_tokens"]) == own
-    assert (as_json["subagent_usage"]["prompt_tokens"], as_json["subagent_usage"]["completion_tokens"]) == sub
-    assert (as_json["total_usage"]["prompt_tokens"], as_json["total_usage"]["completion_tokens"]) == total
+    tokens = as_json["tokens"]
+    assert [(tokens[k]["prompt_tokens"], tokens[k]["completion_tokens"]) for k in ("own", "subagents", "total")] == [own, sub, total]
+    assert tokens["subagent_episodes"] == 1 and (as_json["usage"]["prompt_tokens"], as_json["usage"]["completion_tokens"]) == own
 
     listed = {r["id"]: r for r in json.loads(_cli("trajectories", "list", "--store", str(db), "--json").stdout)}
     row = listed[traj_id]
