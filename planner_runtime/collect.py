@@ -8,8 +8,12 @@ caused is counted against it. Trajectories are tagged with the collection id, so
 collection resumes where it stopped: items that already ended with a judgement about the planner
 are not run again.
 
-Every task seeds its phone, which deletes the data of the apps it uses: a collection runs only
-on virtual phones and on phones marked disposable, unless ``allow_reset`` says otherwise.
+Every episode starts from a known state: a phone whose source keeps a clean state (a virtual
+phone's boot snapshot) is restored to it before the task is seeded, so one task's leftovers never
+decide the next one's verdict; a real phone is reset only by the task's own setup (``tasks check``
+warns about checks that read state the setup never sets). Seeding deletes the data of the apps a
+task uses: a collection runs only on virtual phones and on phones marked disposable, unless
+``allow_reset`` says otherwise.
 """
 
 from __future__ import annotations
@@ -194,6 +198,7 @@ def collect(
             with lease as device:
                 if not allow_reset and not resettable(lease.candidate, disposable):  # attached since the check
                     raise ResetRefused(_refusal([lease.candidate.serial]))
+                lease.restore_clean()  # where the source can; a failure is the device's fault, retried elsewhere
                 ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
                 source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
                 task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
