@@ -146,8 +146,11 @@ def tasks_check(
     path: Path = typer.Argument(..., help="A suite YAML file to validate."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (only JSON on stdout)."),
 ) -> None:
-    """Validate a suite file; errors name the line and field (exit 2 when it is invalid)."""
+    """Validate a suite file; errors name the line and field (exit 2 when it is invalid).
+    Checks that read device state the setup never sets are warnings (a real phone keeps what
+    earlier runs left): the suite is still valid."""
     from planner_runtime.tasks.spec import load_suite
+    from planner_runtime.tasks.state_coverage import suite_unset_reads
 
     try:
         tasks = load_suite(path)
@@ -156,10 +159,13 @@ def tasks_check(
             _emit({"path": str(path), "ok": False, "error": {"path": exc.path, "line": exc.line, "field": exc.field,
                                                               "message": exc.message}})
         raise fail(str(exc)) from exc
+    unset = suite_unset_reads(tasks.tasks)
+    for u in unset:
+        err.print(f"[yellow]warning:[/yellow] {escape(str(path))}: {escape(u.message())}", soft_wrap=True)
     if as_json:
-        _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks)})
+        _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks), "warnings": [u.to_json() for u in unset]})
         return
-    console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK")
+    console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK" + (f", {len(unset)} warnings" if unset else ""))
 
 
 def _load_skills(directory: Optional[Path]):  # noqa: ANN202 - list[Skill]
