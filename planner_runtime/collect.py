@@ -31,7 +31,7 @@ from device_farm.sources import DeviceCandidate
 from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import Policy, SafetyGate
-from planner_runtime.planners import Planner
+from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories import TrajectoryStore, completed_items
@@ -107,16 +107,55 @@ def _device_at_fault(traj: Trajectory, device: Device) -> bool:
     return False
 
 
-class _Shared:
-    """One planner for every worker, one turn at a time (a local model is not thread-safe)."""
+class PlannerLoadFailed(PlannerUnavailable):
+    """Loading the shared planner failed (a missing module, unreadable weights, no memory): an infra
+    fault for the episode that needed it, which ends ``infra_error`` and is retried."""
+
+
+class SharedPlanner:
+    """One planner for every worker: loaded once (the first caller loads it, the others wait),
+    then one turn at a time (a local model is not thread-safe).
+
+    :func:`collect` loads it before any worker starts: a model's lazy ``transformers`` import
+    racing another thread's (memory embeddings import it too) was seen to raise ``ImportError``
+    halfway through a collection. A load that fails is tried again by the next episode."""
 
     def __init__(self, planner: Planner) -> None:
-        self._planner, self._lock = planner, threading.Lock()
+        self._planner, self._turn, self._loaded = planner, threading.Lock(), False
         self.name, self.release = planner.name, planner.release
 
+    def load(self) -> None:
+        """Load the planner's model where it has one to load; raises :class:`PlannerLoadFailed`."""
+        with self._turn:
+            self._load_locked()
+
+    def _load_locked(self) -> None:
+        if self._loaded:
+            return
+        load = getattr(self._planner, "load", None)
+        if load is not None:
+            try:
+                load()
+            except (ImportError, OSError, RuntimeError, MemoryError) as exc:  # the environment's fault, not a verdict
+                raise PlannerLoadFailed(f"loading planner {self.name} failed: {type(exc).__name__}: {exc}") from exc
+        self._loaded = True
+
     def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - Planner.plan
-        with self._lock:
+        with self._turn:
+            self._load_locked()
             return self._planner.plan(*args, **kwargs)
+
+
+def _load_before_workers(planner_for: Callable[[TaskSpec], Planner], task: TaskSpec, collection: str) -> None:
+    """Load the planner the first item will use, on this thread, before any worker runs; a
+    failure is left to the items, each of which tries again (and is retried as infra)."""
+    load = getattr(planner_for(task), "load", None)
+    if load is None:
+        return
+    try:
+        load()
+    except PlannerUnavailable as exc:
+        log.warning("collection %s: %s; each episode tries again", collection, exc)
 
 
 def collect(
@@ -214,6 +253,9 @@ def collect(
         except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)
             settle(item, attempt, exc.infra, False)
 
+    pending = [item for item in items if item.key not in done]
+    if pending:
+        _load_before_workers(planner_for, pending[0].task, collection)
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
@@ -241,6 +283,6 @@ def _refusal(serials: Sequence[str]) -> str:
             "it may be wiped, or list it in PLANNER_AGENT_DISPOSABLE_SERIALS")
 
 
-def shared(planner: Planner) -> Planner:
-    """``planner`` made safe to call from every worker (one turn at a time)."""
-    return _Shared(planner)  # type: ignore[return-value]
+def shared(planner: Planner) -> SharedPlanner:
+    """``planner`` made safe to call from every worker (loaded once, one turn at a time)."""
+    return SharedPlanner(planner)
