@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -28,10 +29,11 @@ from device_farm import Device
 from device_farm.errors import DeviceError
 from device_farm.pool import DevicePool
 from device_farm.sources import DeviceCandidate
-from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
-from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
+from planner_runtime.errors import PlannerRuntimeError, StoreError
 from planner_runtime.harness.safety import Policy, SafetyGate
 from planner_runtime.planners import Planner, PlannerUnavailable
+from planner_runtime.planners.shared import SharedPlanner
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories import TrajectoryStore, completed_items
@@ -107,45 +109,6 @@ def _device_at_fault(traj: Trajectory, device: Device) -> bool:
     return False
 
 
-class PlannerLoadFailed(PlannerUnavailable):
-    """Loading the shared planner failed (a missing module, unreadable weights, no memory): an infra
-    fault for the episode that needed it, which ends ``infra_error`` and is retried."""
-
-
-class SharedPlanner:
-    """One planner for every worker: loaded once (the first caller loads it, the others wait),
-    then one turn at a time (a local model is not thread-safe).
-
-    :func:`collect` loads it before any worker starts: a model's lazy ``transformers`` import
-    racing another thread's (memory embeddings import it too) was seen to raise ``ImportError``
-    halfway through a collection. A load that fails is tried again by the next episode."""
-
-    def __init__(self, planner: Planner) -> None:
-        self._planner, self._turn, self._loaded = planner, threading.Lock(), False
-        self.name, self.release = planner.name, planner.release
-
-    def load(self) -> None:
-        """Load the planner's model where it has one to load; raises :class:`PlannerLoadFailed`."""
-        with self._turn:
-            self._load_locked()
-
-    def _load_locked(self) -> None:
-        if self._loaded:
-            return
-        load = getattr(self._planner, "load", None)
-        if load is not None:
-            try:
-                load()
-            except (ImportError, OSError, RuntimeError, MemoryError) as exc:  # the environment's fault, not a verdict
-                raise PlannerLoadFailed(f"loading planner {self.name} failed: {type(exc).__name__}: {exc}") from exc
-        self._loaded = True
-
-    def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - Planner.plan
-        with self._turn:
-            self._load_locked()
-            return self._planner.plan(*args, **kwargs)
-
-
 def _load_before_workers(planner_for: Callable[[TaskSpec], Planner], task: TaskSpec, collection: str) -> None:
     """Load the planner the first item will use, on this thread, before any worker runs; a
     failure is left to the items, each of which tries again (and is retried as infra)."""
@@ -174,14 +137,18 @@ def collect(
     max_steps: int | None = None,
     allow_reset: bool = False,
     disposable: frozenset[str] = frozenset(),
+    on_interrupt: Callable[[list[str]], None] | None = None,
+    stop_grace_s: float = 120.0,
 ) -> tuple[str, Progress]:
     """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts).
 
     Nobody is at a terminal in a collection: sensitive actions run only where ``policy`` allows
     them (deny by default). ``max_steps`` overrides each task's step limit. Phones other than
     virtual ones and the ``disposable`` serials are refused (:class:`ResetRefused`) unless
-    ``allow_reset``. On Ctrl-C no new item starts and ``KeyboardInterrupt`` propagates; the
-    collection resumes with the same id."""
+    ``allow_reset``. On Ctrl-C no new item starts, the running episodes are marked interrupted
+    in the store at once (``on_interrupt`` gets their ids), each ends at its next planner turn,
+    the workers are joined (up to ``stop_grace_s``; a second Ctrl-C stops waiting) and
+    ``KeyboardInterrupt`` propagates; the collection resumes with the same id."""
     if not allow_reset and (wiped := at_risk(pool, disposable)):
         raise ResetRefused(_refusal(wiped))
     collection = collection or new_id("coll_")
@@ -212,6 +179,7 @@ def collect(
 
     crashes: list[tuple[str, Exception]] = []
     stopping = threading.Event()
+    in_flight: dict[int, str] = {}  # worker -> the trajectory it runs now (GIL-atomic updates)
 
     def worker(index: int) -> None:
         while not crashes and not stopping.is_set():
@@ -241,10 +209,14 @@ def collect(
                 ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
                 source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
                 task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
-                traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
-                                planner=planner_for(task), store=store, task=task,
-                                collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()),
-                                max_steps=max_steps)
+                in_flight[index] = trajectory_id = new_id("traj_")
+                try:
+                    traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
+                                    planner=_Interruptible(planner_for(task), stopping), store=store, task=task,
+                                    collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()),
+                                    max_steps=max_steps, trajectory_id=trajectory_id)
+                finally:
+                    in_flight.pop(index, None)
                 if stopping.is_set():
                     return  # interrupted: the pool closed its phones under this episode; nobody's fault
                 if _is_infra(traj) and _device_at_fault(traj, device):  # the episode kept its trajectory; the device takes the fault
@@ -265,6 +237,10 @@ def collect(
                 t.join(0.2)  # a bounded wait, so Ctrl-C reaches this thread
     except KeyboardInterrupt:
         stopping.set()
+        marked = _mark_interrupted(store, list(in_flight.values()))
+        if on_interrupt is not None:
+            on_interrupt(marked)
+        _join(threads, stop_grace_s)  # so no episode (nor a model's native threads) runs on as the process exits
         raise
     if crashes:
         key, exc = crashes[0]
@@ -275,6 +251,47 @@ def collect(
             f"finished items are kept, continue with --resume {collection}"
         ) from exc
     return collection, progress
+
+
+class CollectionInterrupted(PlannerRuntimeError):
+    """Raised in place of a planner turn once the collection was interrupted: the episode ends
+    there, stored as ``interrupted``."""
+
+
+class _Interruptible:
+    """A planner that refuses new turns once ``stopping`` is set (a turn under way finishes)."""
+
+    def __init__(self, planner: Planner, stopping: threading.Event) -> None:
+        self._planner, self._stopping = planner, stopping
+        self.name, self.release = planner.name, planner.release
+
+    def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - Planner.plan
+        if self._stopping.is_set():
+            raise CollectionInterrupted("the collection was interrupted")
+        return self._planner.plan(*args, **kwargs)
+
+
+def _mark_interrupted(store: TrajectoryStore, ids: list[str]) -> list[str]:
+    """Store the running ones of ``ids`` as interrupted now, with the tokens of their stored
+    steps; an episode that still ends on its own writes its end over this."""
+    marked = []
+    for trajectory_id in ids:
+        try:
+            traj = store.get(trajectory_id)
+        except StoreError:  # still seeding: its episode never began
+            continue
+        if traj.status is TrajectoryStatus.running:
+            store.end(trajectory_id, TrajectoryStatus.interrupted, answer=None,
+                      usage=sum((step.usage for step in traj.steps), Usage()))
+            marked.append(trajectory_id)
+    return marked
+
+
+def _join(threads: list[threading.Thread], grace_s: float) -> None:
+    deadline = time.monotonic() + grace_s
+    for t in threads:
+        while t.is_alive() and time.monotonic() < deadline:
+            t.join(0.2)  # bounded, so a second Ctrl-C stops the wait
 
 
 def _refusal(serials: Sequence[str]) -> str:
