@@ -163,7 +163,7 @@ def tasks_check(
     for u in unset:
         err.print(f"[yellow]warning:[/yellow] {escape(str(path))}: {escape(u.message())}", soft_wrap=True)
     if as_json:
-        _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks), "warnings": [u.to_json() for u in unset]})
+        _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks)} | ({"warnings": [u.to_json() for u in unset]} if unset else {}))
         return
     console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK" + (f", {len(unset)} warnings" if unset else ""))
 

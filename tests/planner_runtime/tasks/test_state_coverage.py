@@ -47,7 +47,7 @@ def test_setting_the_state_in_setup_or_assuming_it_silences_the_warning(tmp_path
     path = suite(tmp_path, "      - settings_put: {namespace: global, key: wifi_on, value: '1'}\n"
                            "      - content_delete: {uri: 'content://com.android.contacts/raw_contacts'}\n")
     res = cli("tasks", "check", path, "--json")
-    assert res.returncode == 0 and json.loads(res.stdout)["warnings"] == [], res.stderr
+    assert res.returncode == 0 and "warnings" not in json.loads(res.stdout), res.stderr
     path = suite(tmp_path, "", "    assumes: [setting:global/wifi_on, content:com.android.contacts]\n")
     res = cli("tasks", "check", path)
     assert res.returncode == 0 and "warning" not in res.stderr and "tasks OK" in res.stdout, res.stderr
@@ -65,4 +65,4 @@ def test_an_assumed_key_that_is_no_state_key_is_refused_with_its_line(tmp_path):
 def test_the_built_in_suites_set_every_state_their_checks_read(name):
     res = cli("tasks", "check", str(SUITES_DIR / name), "--json")
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout)["warnings"] == []
+    assert json.loads(res.stdout).get("warnings", []) == []
