@@ -279,7 +279,7 @@ class LocalPlanner:
                 token = _choose(logits, sampling, generator)
                 if matcher is not None:
                     # the call must still close in what is left, else it closes now instead
-                    emitted = self._grammars.admit(matcher, token, sampling.max_new_tokens - len(generated))
+                    emitted = self.admit(matcher, token, sampling.max_new_tokens - len(generated))
                     if emitted is None:
                         log.warning("grammar rejected its own token (%s); finishing unconstrained", matcher.get_error())
                         matcher, emitted = None, [token]
@@ -353,6 +353,11 @@ class LocalPlanner:
     def cache_kwarg(self) -> str:
         """The model's forward argument for the KV cache (transformers 5.x renamed it)."""
         return self._cache_kwarg
+
+    def admit(self, matcher: Any, token: int, left: int) -> list[int] | None:
+        """What to emit for a sampled ``token`` with ``left`` tokens of the budget to go, so the
+        call still closes within the budget (:meth:`ToolCallGrammars.admit`)."""
+        return self._grammars.admit(matcher, token, left)
 
     def matcher(self, tools: Sequence[ToolSpec], prefill_ids: list[int], max_new_tokens: int) -> Any:
         """A grammar matcher past the prefill, or ``None`` to decode unconstrained."""
