@@ -30,8 +30,8 @@ SLACK_S = 1.5  # the episode may end this long after its limit (thread hand-off,
 READ = {"name": "read_screen", "arguments": {}}
 
 
-def _call(name: str, **arguments: object) -> dict:
-    return {"name": name, "arguments": arguments}
+def _call(tool: str, **arguments: object) -> dict:
+    return {"name": tool, "arguments": arguments}
 
 
 def _episode(planner, device, device_ref, store, *, gate=None, limits=EpisodeLimits(), delegate=False) -> Episode:
