@@ -96,6 +96,13 @@ def test_a_sub_agent_cannot_repeat_a_call_its_parent_placed(device, device_ref, 
     assert child.steps[0].feedback.error.code is ErrorCode.repeated_action
 
 
+def test_a_screen_call_repeats_at_most_twice_on_an_unchanged_screen(device, device_ref, store):
+    pause = _call("wait", seconds=0.1)
+    traj = _episode(ScriptedPlanner([pause, pause, pause, _call("finish", answer="waited")]), device, device_ref, store).run()
+    assert _codes(traj) == [None, None, ErrorCode.repeated_action, None]
+    assert "already ran 2 times on this screen" in traj.steps[2].feedback.error.hint
+
+
 class _SleepsOnTurn:
     """Answers from a script, but sleeps through turn ``slow`` (a planner that ignores deadlines)."""
 
