@@ -30,7 +30,7 @@ import json
 import logging
 import math
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -63,6 +63,7 @@ from planner_runtime.trajectories import TrajectoryStore
 log = logging.getLogger(__name__)
 
 REJECTED_ECHO_CHARS = 2000  # of an output that held no call, what the next turn's history shows
+ABANDON_GRACE_S = 1.0  # how long a planner turn given up on may take to stop before it is left behind
 
 SYSTEM_PROMPT = (
     "You are an assistant that operates the user's Android phone through tools. "
@@ -197,31 +198,40 @@ class Episode:
         return self.store.get(self.trajectory_id)
 
     def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
-        # A thread of its own for planner turns, so a turn can be given up on; never waited for
-        # at the end (an abandoned turn finishes, or stops at its deadline, on its own).
-        turns = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"plan-{self.trajectory_id}")
-        try:
-            with within(self.limits.max_seconds) as limit, sensitive_record() as record:
-                self._guard = RepeatGuard(self.limits.max_repeats, record)
-                return self._turns(specs, limit, turns)
-        finally:
-            turns.shutdown(wait=False)
+        with within(self.limits.max_seconds) as limit, sensitive_record() as record:
+            self._guard = RepeatGuard(self.limits.max_repeats, record)
+            return self._turns(specs, limit)
 
-    def _plan(self, turns: Executor, messages: list[Message], specs: list[ToolSpec]) -> PlannerOutput | None:
+    def _plan(self, messages: list[Message], specs: list[ToolSpec]) -> PlannerOutput | None:
         """The planner's answer, or ``None`` when the episode's time ran out before it came.
-        The turn's deadline is expired once the answer is in or given up on, so a backend
-        still working on it stops."""
+
+        The turn runs in a daemon thread, so neither the episode nor the process waits on a
+        planner that never answers (Ctrl-C included). A turn given up on has its deadline
+        expired and gets a moment to stop, so a backend that honours it (the local planner's
+        decoding loop) is not left running native code in a thread nobody waits for."""
         with within(math.inf) as turn:
-            work = contextvars.copy_context()  # the worker sees the turn's deadline
-            future = turns.submit(work.run, self.planner.plan, messages, specs, sampling=self.sampling)
+            answer: list[PlannerOutput] = []
+            failure: list[BaseException] = []
+
+            def work() -> None:
+                try:
+                    answer.append(self.planner.plan(messages, specs, sampling=self.sampling))
+                except BaseException as exc:  # re-raised in the episode's thread, whatever it is
+                    failure.append(exc)
+
+            worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"plan-{self.trajectory_id}", daemon=True)
+            worker.start()
             try:
-                return future.result(timeout=turn.left())
-            except TimeoutError:
-                return None
+                worker.join(turn.left())
             finally:
                 turn.expire()
+                if worker.is_alive():
+                    worker.join(ABANDON_GRACE_S)
+        if failure:
+            raise failure[0]
+        return answer[0] if answer else None
 
-    def _turns(self, specs: list[ToolSpec], limit: Deadline, turns: Executor) -> tuple[TrajectoryStatus, str | None]:
+    def _turns(self, specs: list[ToolSpec], limit: Deadline) -> tuple[TrajectoryStatus, str | None]:
         messages = list(self.history) or self._first_messages()
         timeouts = 0
         for index in range(len(self.prefix), self.limits.max_steps):
@@ -233,7 +243,7 @@ class Episode:
             t0 = time.perf_counter()
             out: PlannerOutput | None
             try:
-                out = self._plan(turns, messages, specs)
+                out = self._plan(messages, specs)
                 timeouts = 0
             except PlannerTimeout as exc:  # a slow or hung planner server: a step with timeout feedback
                 # (unless it timed out at the episode's own deadline, which ends the episode)

@@ -26,7 +26,7 @@ from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.openai_compat import OpenAIPlanner
 from planner_runtime.planners.scripted import ScriptedPlanner
 
-SLACK_S = 1.5  # the episode may end this long after its limit (thread hand-off, the last step's write)
+SLACK_S = 2.5  # the episode may end this long after its limit: a second for the given-up turn to stop, the last write
 READ = {"name": "read_screen", "arguments": {}}
 
 
