@@ -12,7 +12,7 @@ again, and timing out on consecutive turns is taken as a server that is down. St
 wall-time limits end it as ``truncated``. The trajectory is closed in ``finally`` whatever happens.
 
 The wall-time limit holds during a step too. A planner turn runs in a worker thread and is given
-up when the episode's time runs out: the episode ends ``truncated`` at once, with a last step
+up when the episode's time runs out: the episode ends ``truncated`` (within a second), with a last step
 whose ``timeout`` feedback says so (an answer that comes late is kept there, not run). Backends
 that can stop early see the turn's deadline (:mod:`planner_runtime.deadline`): the HTTP planner
 shortens its request timeout to it, the local planner stops decoding at it. A tool is never cut
@@ -29,14 +29,13 @@ import contextvars
 import json
 import logging
 import math
-import time
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from device_farm.errors import DeviceError
 from planner_runtime import HARNESS_RELEASE
-from planner_runtime.deadline import Deadline, seconds_left, within
 from planner_runtime.contract import (
     DeviceRef,
     ErrorCode,
@@ -54,6 +53,7 @@ from planner_runtime.contract import (
     Usage,
     new_id,
 )
+from planner_runtime.deadline import Deadline, seconds_left, within
 from planner_runtime.harness.repeats import RepeatGuard, sensitive_record
 from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.planners import Planner, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
@@ -200,6 +200,9 @@ class Episode:
     def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
         with within(self.limits.max_seconds) as limit, sensitive_record() as record:
             self._guard = RepeatGuard(self.limits.max_repeats, record)
+            for step in self.prefix:  # a resumed episode: what its earlier steps did still counts
+                if step.tool_call is not None:
+                    self._guard.ran(self.tools, step.tool_call, step.feedback, (), f"step {step.index}")
             return self._turns(specs, limit)
 
     def _plan(self, messages: list[Message], specs: list[ToolSpec]) -> PlannerOutput | None:
