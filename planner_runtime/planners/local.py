@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from planner_runtime.contract import Message, ToolSpec, Usage
+from planner_runtime.deadline import expired
 from planner_runtime.errors import ModelProvisionError, PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
@@ -261,6 +262,8 @@ class LocalPlanner:
             forced = forwards = 0
             prefill_s = 0.0
             while len(generated) < sampling.max_new_tokens:
+                if expired():  # the episode gave up on this turn: free the model for the next one
+                    break
                 if matcher is not None:
                     ff = matcher.compute_ff_tokens()[: sampling.max_new_tokens - len(generated)]
                     if ff:
