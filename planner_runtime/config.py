@@ -47,7 +47,13 @@ class Settings(BaseModel):
     disposable_serials: tuple[str, ...] = Field(
         default=(),
         description="Phones whose data may be reset by `run --task` without --allow-reset, comma-separated serials "
-        "(PLANNER_AGENT_DISPOSABLE_SERIALS); the built-in virtual phone always may be.",
+        "(PLANNER_AGENT_DISPOSABLE_SERIALS); the built-in virtual phone always may be (also collect, replay, tasks audit).",
+    )
+    threads: int | None = Field(
+        default=None, ge=1,
+        description="Intra-op threads the local model computes with in run, serve and collect (PLANNER_AGENT_THREADS); "
+        "default: the cores the process is given (its CPU affinity), so a busy or pinned machine is not oversubscribed. "
+        "Read where the model runs, by planner_runtime.planners.threads.",
     )
 
     @field_validator("appium_caps", "prices", mode="before")

@@ -268,6 +268,7 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path):
         "PLANNER_AGENT_PRICES not JSON": ({"PLANNER_AGENT_PRICES": "{gpt: 1}"}, "PLANNER_AGENT_PRICES='{gpt: 1}': not JSON"),
         "PLANNER_AGENT_APPIUM_CAPS a list": ({"PLANNER_AGENT_APPIUM_CAPS": "[1]"}, "PLANNER_AGENT_APPIUM_CAPS='[1]'"),
         "PLANNER_AGENT_ADB bad port": ({"PLANNER_AGENT_ADB": "127.0.0.1:99999"}, "PLANNER_AGENT_ADB='127.0.0.1:99999'"),
+        "PLANNER_AGENT_THREADS=two": ({"PLANNER_AGENT_THREADS": "two"}, "PLANNER_AGENT_THREADS='two'"),
     }
     results = {name: (cli(*args), want) for name, (args, want) in cases.items()}
     results |= {name: (cli("trajectories", "list", "--store", str(db), env=env), want) for name, (env, want) in env_cases.items()}
