@@ -6,7 +6,9 @@ prefix KV cache, with it on an identical prompt, and with it on the next turn of
 (the realistic case: system prompt, tools and history unchanged, one tool result appended).
 Steps are grammar-constrained (the planner's default) unless said otherwise; a last block runs the
 long prompt constrained and unconstrained side by side, with the forward passes that the
-grammar's forced tokens saved.
+grammar's forced tokens saved. The model computes with the threads the planner chooses
+(``PLANNER_AGENT_THREADS``, else the cores this process is given), printed first, so the figures
+are those of ``run``, ``serve`` and ``collect`` on the same machine.
 
     python benchmarks/bench_local_planner.py [--skip-cold] [--device cpu|auto] [--repeat 3]
 """
@@ -14,6 +16,7 @@ grammar's forced tokens saved.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -23,6 +26,7 @@ from planner_runtime.contract import Message, Role, ToolSpec
 from planner_runtime.planners import Sampling, model_store
 from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL
 from planner_runtime.planners.local import LocalPlanner
+from planner_runtime.planners.threads import ENV_THREADS, available_cores
 
 APPS = ["clock", "contacts", "messages", "calendar", "settings", "camera", "maps", "notes", "files", "phone"]
 
@@ -93,6 +97,8 @@ def main() -> None:
     start = time.perf_counter()
     planner.load()
     print(f"warm load (safetensors, incl. imports):  {time.perf_counter() - start:6.2f} s  {planner.release}")
+    print(f"intra-op threads: {planner.threads} ({ENV_THREADS}={os.environ.get(ENV_THREADS) or 'unset'}; "
+          f"{available_cores()} cores given; load average {os.getloadavg()[0]:.1f})")
     uncached = LocalPlanner(device=args.device, reuse_prefix_cache=False).load()
 
     for label, specs, history in (("short", tools(2), 0), ("long", tools(8), 4)):

@@ -4,7 +4,8 @@
 client would start a default adb server when the one asked for is down, which a farm must not
 do), probes health over shell v2 and the uiautomator2 ``/ping``, and re-attaches network
 serials with ``adb connect`` after a transport drop. :class:`VirtualSource` starts N virtual
-phones behind a private adb server and is otherwise the same source.
+phones behind a private adb server and is otherwise the same source, except that it can restore
+each phone to the snapshot it took at boot (:class:`~device_farm.sources.CleanSlate`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from device_farm.adbhost import AdbHost, host_query
 from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout
 from device_farm.health import DeviceHealth, HealthPolicy, probe_over_shell
 from device_farm.sources import READY, DeviceCandidate
+
+CLEAN_SNAPSHOT = "clean"  # each virtual phone's state as booted, before anyone used it
 from device_farm.u2rpc import HttpOverStream, JsonRpcClient
 
 _NETWORK_SERIAL = re.compile(r"^[\w.\-\[\]:]+:\d+$")
@@ -139,6 +142,7 @@ class VirtualSource(AdbSource):
             for _ in range(self.count):
                 phone = VirtualPhone().start()
                 self.phones.append(phone)
+                phone.save_snapshot(CLEAN_SNAPSHOT)
                 self.server.connect_device(phone.address)
         except Exception:
             self.close()
@@ -151,6 +155,14 @@ class VirtualSource(AdbSource):
         if self.server is not None:
             self.server.stop()
             self.server = None
+
+    def restore_clean(self, candidate: DeviceCandidate) -> None:
+        """Put the phone back as it booted (a snapshot restore takes about a millisecond; the
+        adb connection and the uiautomator2 server stay up)."""
+        phone = next((p for p in self.phones if p.address == candidate.serial), None)
+        if phone is None:
+            raise DeviceOffline(f"{candidate.serial} is not one of this source's virtual phones")
+        phone.restore_snapshot(CLEAN_SNAPSHOT)
 
     def _candidate(self, serial: str, state: str, model: str = "") -> DeviceCandidate:
         return DeviceCandidate(key=f"virtual/{self.address}/{serial}", serial=serial, source=self.name,

@@ -8,6 +8,8 @@ block (a :class:`DeviceError` with ``infra=True``) is counted, or reported with
 :meth:`Lease.report`; after a faulty lease the device is reconnected if its transport dropped
 and re-probed, and it is quarantined when the probe fails or after ``max_faults`` faults in a
 row, for an exponentially growing backoff, then re-probed before it is leased again.
+:meth:`Lease.restore_clean` puts the leased device back in a known state where its source can
+(virtual phones); callers need not know which kind of device they hold.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from device_farm import Device
 from device_farm.errors import DeviceError, DeviceOffline, DeviceUnavailable
 from device_farm.health import DeviceHealth
 from device_farm.poolstate import DeviceRecord, Holder, LeaseLock, PoolState
-from device_farm.sources import READY, DeviceCandidate, DeviceSource
+from device_farm.sources import READY, CleanSlate, DeviceCandidate, DeviceSource
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,16 @@ class Lease:
         """Count an infra fault the holder caught itself (non-infra errors are not counted)."""
         if exc.infra and exc not in self.faults:
             self.faults.append(exc)
+
+    def restore_clean(self) -> bool:
+        """Put the held device back in its source's clean state; False when the source keeps
+        none (a real phone holds whatever its last user left: only a task's setup resets it).
+        A failed restore raises the source's DeviceError."""
+        assert self.candidate is not None, "restore_clean() needs a held lease (inside `with`)"
+        if not isinstance(self._source, CleanSlate):
+            return False
+        self._source.restore_clean(self.candidate)
+        return True
 
     def __enter__(self) -> Device:
         self._pool._acquire(self)

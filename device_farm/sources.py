@@ -6,7 +6,9 @@ for one of them (:meth:`DeviceSource.open`, no I/O until ``connect()``), checks 
 (:meth:`DeviceSource.reconnect`). The pool owns leases, fault counts and quarantine; a source
 knows only its transport. Backends: :class:`device_farm.adbsource.AdbSource` (one adb server),
 :class:`device_farm.adbsource.VirtualSource` (built-in virtual phones behind a private adb
-server) and an Appium source, each in its own module.
+server) and an Appium source, each in its own module. A source that can put a device back in a
+known state implements :class:`CleanSlate` too (virtual phones restore their boot snapshot); a
+real phone cannot, so its data is whatever the last user left.
 """
 
 from __future__ import annotations
@@ -73,4 +75,14 @@ class DeviceSource(Protocol):
     def reconnect(self, candidate: DeviceCandidate) -> bool:
         """Try to re-attach a device after a transport drop (``adb connect`` for network
         serials); True when it is listed as ready again."""
+        ...
+
+
+@runtime_checkable
+class CleanSlate(Protocol):
+    """A source that can put a device back in a known clean state before each use."""
+
+    def restore_clean(self, candidate: DeviceCandidate) -> None:
+        """Put ``candidate`` back in the state it had when the source started it, in place
+        (connections stay up); raises a DeviceError when it cannot."""
         ...

@@ -137,7 +137,7 @@ def run(
                 on_child_step=print_child_step,
                 trajectory_id=trajectory_id,
             )
-            print_summary(traj)
+            print_summary(traj, db.usage(traj.id))
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     except DeviceError as exc:  # the phone or adb failed: say what, no traceback wall
@@ -170,17 +170,20 @@ def show(
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print only the trajectory as JSON."),
 ) -> None:
-    """Show a stored trajectory step by step."""
+    """Show a stored trajectory step by step; its tokens include its sub-agents', shown apart."""
+    import json
+
     from planner_runtime.trajectories import TrajectoryStore
 
     try:
         with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
             traj = db.get(trajectory_id)
-            children = {ref: db.get(ref) for ref in db.children(traj.id)}
+            children = {ref: (db.get(ref), db.usage(ref)) for ref in db.children(traj.id)}
+            tokens = db.usage(traj.id)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
-    if as_json:
-        print(traj.to_json())
+    if as_json:  # the trajectory as stored ("usage": its own turns) and "tokens": own, sub-agents, total
+        print(json.dumps({**traj.model_dump(mode="json"), "tokens": {**tokens.model_dump(), "total": tokens.total.model_dump()}}))
         return
     if traj.parent:
         console.print(f"[dim]a sub-agent's episode, delegated by {traj.parent}[/dim]")
@@ -188,13 +191,13 @@ def show(
     for step in traj.steps:
         print_step(step)
         result = step.feedback.result
-        child = children.get(result.get("trajectory", "")) if isinstance(result, dict) else None
+        child, spent = children.get(result.get("trajectory", ""), (None, None)) if isinstance(result, dict) else (None, None)
         if child is not None:  # the delegate step: the sub-agent's own steps, nested under it
             console.print(f"    │ [bold]sub-agent[/bold] {child.id}: {child.goal}")
             for sub in child.steps:
                 print_step(sub, 1)
-            console.print(f"    └ {child.status.value}, answer: {child.answer or '-'}")
-    print_summary(traj)
+            console.print(f"    └ {child.status.value}, answer: {child.answer or '-'}, {spent.split()}")
+    print_summary(traj, tokens)
 
 
 @app.command()

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from planner_runtime.contract import FailureKind, Step, Trajectory, TrajectoryStatus
+from planner_runtime.cost import TokenUsage, own_usage
 from planner_runtime.errors import ConfigError
 
 console = Console(highlight=False)
@@ -123,7 +124,8 @@ def answerer(answers: Path | None):  # noqa: ANN202 - an Answerer, or None when 
     return chain(ScriptedAnswers.load(answers) if answers else None, _ask_user if sys.stdin.isatty() else None)
 
 
-def print_summary(traj: Trajectory) -> None:
+def print_summary(traj: Trajectory, tokens: TokenUsage | None = None) -> None:
+    """The end of an episode's report; ``tokens`` (from the store) adds its sub-agents' to its own."""
     console.print(f"\n[bold]status:[/bold] {traj.status.value}   [bold]answer:[/bold] {traj.answer or '-'}")
     if traj.verdict is not None:
         v = traj.verdict
@@ -134,7 +136,8 @@ def print_summary(traj: Trajectory) -> None:
             console.print(f"  {mark} {check.name} — {check.evidence}")
     else:
         console.print("[bold]verdict:[/bold] none (a free-form goal is neither seeded nor verified; use --task ID for a task's checks)")
-    console.print(f"[bold]trajectory:[/bold] {traj.id}  ({len(traj.steps)} steps, {traj.usage.prompt_tokens} prompt + {traj.usage.completion_tokens} output tokens)")
+    tokens = tokens or TokenUsage(own=own_usage(traj))
+    console.print(f"[bold]trajectory:[/bold] {traj.id}  ({len(traj.steps)} steps, {tokens.split()})", soft_wrap=True)
 
 
 def read_json(path: Path, option: str) -> Any:

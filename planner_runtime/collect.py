@@ -8,8 +8,12 @@ caused is counted against it. Trajectories are tagged with the collection id, so
 collection resumes where it stopped: items that already ended with a judgement about the planner
 are not run again.
 
-Every task seeds its phone, which deletes the data of the apps it uses: a collection runs only
-on virtual phones and on phones marked disposable, unless ``allow_reset`` says otherwise.
+Every episode starts from a known state: a phone whose source keeps a clean state (a virtual
+phone's boot snapshot) is restored to it before the task is seeded, so one task's leftovers never
+decide the next one's verdict; a real phone is reset only by the task's own setup (``tasks check``
+warns about checks that read state the setup never sets). Seeding deletes the data of the apps a
+task uses: a collection runs only on virtual phones and on phones marked disposable, unless
+``allow_reset`` says otherwise.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -24,10 +29,11 @@ from device_farm import Device
 from device_farm.errors import DeviceError
 from device_farm.pool import DevicePool
 from device_farm.sources import DeviceCandidate
-from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, new_id
-from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
+from planner_runtime.errors import PlannerRuntimeError, StoreError
 from planner_runtime.harness.safety import Policy, SafetyGate
-from planner_runtime.planners import Planner
+from planner_runtime.planners import Planner, PlannerUnavailable
+from planner_runtime.planners.shared import SharedPlanner
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories import TrajectoryStore, completed_items
@@ -103,16 +109,16 @@ def _device_at_fault(traj: Trajectory, device: Device) -> bool:
     return False
 
 
-class _Shared:
-    """One planner for every worker, one turn at a time (a local model is not thread-safe)."""
-
-    def __init__(self, planner: Planner) -> None:
-        self._planner, self._lock = planner, threading.Lock()
-        self.name, self.release = planner.name, planner.release
-
-    def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - Planner.plan
-        with self._lock:
-            return self._planner.plan(*args, **kwargs)
+def _load_before_workers(planner_for: Callable[[TaskSpec], Planner], task: TaskSpec, collection: str) -> None:
+    """Load the planner the first item will use, on this thread, before any worker runs; a
+    failure is left to the items, each of which tries again (and is retried as infra)."""
+    load = getattr(planner_for(task), "load", None)
+    if load is None:
+        return
+    try:
+        load()
+    except PlannerUnavailable as exc:
+        log.warning("collection %s: %s; each episode tries again", collection, exc)
 
 
 def collect(
@@ -131,14 +137,18 @@ def collect(
     max_steps: int | None = None,
     allow_reset: bool = False,
     disposable: frozenset[str] = frozenset(),
+    on_interrupt: Callable[[list[str]], None] | None = None,
+    stop_grace_s: float = 120.0,
 ) -> tuple[str, Progress]:
     """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts).
 
     Nobody is at a terminal in a collection: sensitive actions run only where ``policy`` allows
     them (deny by default). ``max_steps`` overrides each task's step limit. Phones other than
     virtual ones and the ``disposable`` serials are refused (:class:`ResetRefused`) unless
-    ``allow_reset``. On Ctrl-C no new item starts and ``KeyboardInterrupt`` propagates; the
-    collection resumes with the same id."""
+    ``allow_reset``. On Ctrl-C no new item starts, the running episodes are marked interrupted
+    in the store at once (``on_interrupt`` gets their ids), each ends at its next planner turn,
+    the workers are joined (up to ``stop_grace_s``; a second Ctrl-C stops waiting) and
+    ``KeyboardInterrupt`` propagates; the collection resumes with the same id."""
     if not allow_reset and (wiped := at_risk(pool, disposable)):
         raise ResetRefused(_refusal(wiped))
     collection = collection or new_id("coll_")
@@ -169,6 +179,7 @@ def collect(
 
     crashes: list[tuple[str, Exception]] = []
     stopping = threading.Event()
+    in_flight: dict[int, str] = {}  # worker -> the trajectory it runs now (GIL-atomic updates)
 
     def worker(index: int) -> None:
         while not crashes and not stopping.is_set():
@@ -194,13 +205,18 @@ def collect(
             with lease as device:
                 if not allow_reset and not resettable(lease.candidate, disposable):  # attached since the check
                     raise ResetRefused(_refusal([lease.candidate.serial]))
+                lease.restore_clean()  # where the source can; a failure is the device's fault, retried elsewhere
                 ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
                 source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
                 task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
-                traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
-                                planner=planner_for(task), store=store, task=task,
-                                collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()),
-                                max_steps=max_steps)
+                in_flight[index] = trajectory_id = new_id("traj_")
+                try:
+                    traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
+                                    planner=_Interruptible(planner_for(task), stopping), store=store, task=task,
+                                    collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()),
+                                    max_steps=max_steps, trajectory_id=trajectory_id)
+                finally:
+                    in_flight.pop(index, None)
                 if stopping.is_set():
                     return  # interrupted: the pool closed its phones under this episode; nobody's fault
                 if _is_infra(traj) and _device_at_fault(traj, device):  # the episode kept its trajectory; the device takes the fault
@@ -209,6 +225,9 @@ def collect(
         except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)
             settle(item, attempt, exc.infra, False)
 
+    pending = [item for item in items if item.key not in done]
+    if pending:
+        _load_before_workers(planner_for, pending[0].task, collection)
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
@@ -218,6 +237,10 @@ def collect(
                 t.join(0.2)  # a bounded wait, so Ctrl-C reaches this thread
     except KeyboardInterrupt:
         stopping.set()
+        marked = _mark_interrupted(store, list(in_flight.values()))
+        if on_interrupt is not None:
+            on_interrupt(marked)
+        _join(threads, stop_grace_s)  # so no episode (nor a model's native threads) runs on as the process exits
         raise
     if crashes:
         key, exc = crashes[0]
@@ -230,12 +253,53 @@ def collect(
     return collection, progress
 
 
+class CollectionInterrupted(PlannerRuntimeError):
+    """Raised in place of a planner turn once the collection was interrupted: the episode ends
+    there, stored as ``interrupted``."""
+
+
+class _Interruptible:
+    """A planner that refuses new turns once ``stopping`` is set (a turn under way finishes)."""
+
+    def __init__(self, planner: Planner, stopping: threading.Event) -> None:
+        self._planner, self._stopping = planner, stopping
+        self.name, self.release = planner.name, planner.release
+
+    def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - Planner.plan
+        if self._stopping.is_set():
+            raise CollectionInterrupted("the collection was interrupted")
+        return self._planner.plan(*args, **kwargs)
+
+
+def _mark_interrupted(store: TrajectoryStore, ids: list[str]) -> list[str]:
+    """Store the running ones of ``ids`` as interrupted now, with the tokens of their stored
+    steps; an episode that still ends on its own writes its end over this."""
+    marked = []
+    for trajectory_id in ids:
+        try:
+            traj = store.get(trajectory_id)
+        except StoreError:  # still seeding: its episode never began
+            continue
+        if traj.status is TrajectoryStatus.running:
+            store.end(trajectory_id, TrajectoryStatus.interrupted, answer=None,
+                      usage=sum((step.usage for step in traj.steps), Usage()))
+            marked.append(trajectory_id)
+    return marked
+
+
+def _join(threads: list[threading.Thread], grace_s: float) -> None:
+    deadline = time.monotonic() + grace_s
+    for t in threads:
+        while t.is_alive() and time.monotonic() < deadline:
+            t.join(0.2)  # bounded, so a second Ctrl-C stops the wait
+
+
 def _refusal(serials: Sequence[str]) -> str:
     return (f"seeding a task deletes app data on the phone, and {', '.join(serials)} "
             f"{'is' if len(serials) == 1 else 'are'} not a virtual phone: pass --allow-reset if "
             "it may be wiped, or list it in PLANNER_AGENT_DISPOSABLE_SERIALS")
 
 
-def shared(planner: Planner) -> Planner:
-    """``planner`` made safe to call from every worker (one turn at a time)."""
-    return _Shared(planner)  # type: ignore[return-value]
+def shared(planner: Planner) -> SharedPlanner:
+    """``planner`` made safe to call from every worker (loaded once, one turn at a time)."""
+    return SharedPlanner(planner)

@@ -40,7 +40,8 @@ def collect(
 
     Exit status: 0 when every item ran to a verdict (failed verdicts are results, not a failed
     job), 3 when items stayed infra faults after their retries, 2 for a usage error, 130 on Ctrl-C
-    (the collection id and the command that resumes it are printed).
+    (running episodes are stored as interrupted at once and end at their next turn; the
+    collection id and the command that resumes it are printed).
     """
     from planner_runtime.collect import CollectionStopped, at_risk
     from planner_runtime.collect import collect as run_collection
@@ -111,9 +112,14 @@ def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, a
             bar.update(row, completed=p.done + p.skipped,
                        description=f"[green]{p.success} ok[/green] [red]{p.failed} failed[/red] [yellow]{p.infra} infra[/yellow]")
 
+        def stopping(ids: list[str]) -> None:
+            bar.stop()
+            err.print(f"stopping: {len(ids)} running episode{'' if len(ids) == 1 else 's'} stored as interrupted; "
+                      "waiting for the current steps to end (Ctrl-C again to quit at once)", soft_wrap=True, markup=False)
+
         _, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=workers, repeat=spec.repeat,
                                    collection=coll, on_change=show, policy=spec.policy, max_steps=spec.max_steps,
-                                   allow_reset=allow_reset, disposable=disposable)
+                                   allow_reset=allow_reset, disposable=disposable, on_interrupt=stopping)
     return counts
 
 

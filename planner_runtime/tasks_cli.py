@@ -17,7 +17,7 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from planner_runtime.cli_common import ExitCode, console, err
+from planner_runtime.cli_common import ExitCode, console, err, fail
 from planner_runtime.config import Settings, parse_host_port
 from planner_runtime.errors import PlannerRuntimeError, TaskSpecError
 
@@ -30,12 +30,6 @@ class Split(str, Enum):
     test = "test"
 
 
-def _fail(message: str, code: int = ExitCode.usage) -> typer.Exit:
-    """One line on stderr, printed as is (a message may hold ``[...]``, which is not markup)."""
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-    return typer.Exit(code)
-
-
 def _emit(document: Any) -> None:
     print(json.dumps(document, indent=2, ensure_ascii=False))
 
@@ -46,7 +40,7 @@ def _load(suite: Optional[Path]):  # noqa: ANN202 - a Suite
     try:
         return load_suite(suite) if suite else builtin_suite()
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 @tasks_app.command("list")
@@ -68,42 +62,62 @@ def tasks_list(
 @tasks_app.command("audit")
 def tasks_audit(
     suite: Optional[Path] = typer.Option(None, "--suite", help="A suite YAML file (default: built-in)."),
-    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Audit on this attached phone."),
-    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    serial: Optional[str] = typer.Option(None, "--serial", "-s",
+                                         help="Audit on this attached phone instead of the built-in virtual phone "
+                                              "(needs --allow-reset: every task's setup runs on it)."),
+    allow_reset: bool = typer.Option(False, "--allow-reset",
+                                     help="Let the tasks' setups delete and overwrite data on the --serial phone (a warning names what)."),
+    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port the --serial phone is on."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (only JSON on stdout)."),
 ) -> None:
-    """Run a do-nothing planner on every task; flag tasks that pass without acting.
+    """Flag tasks a planner passes without doing the work: run a do-nothing planner on every
+    task, and judge its end state again with an answer naming every entity the setup seeded.
 
-    Exit 0 when none does, 1 when some task passes without acting or could not be run,
-    3 when the device failed."""
+    Runs on fresh built-in virtual phones unless --serial names a phone, which needs --allow-reset
+    (or the serial in PLANNER_AGENT_DISPOSABLE_SERIALS): the setups delete and overwrite its data.
+    Exit 0 when no task is flagged, 1 when some task is flagged or could not be run,
+    2 when --serial is given without --allow-reset, 3 when the device failed."""
+    from contextlib import ExitStack
     from functools import partial
 
     from device_farm.errors import DeviceError
     from planner_runtime.runner import open_device
-    from planner_runtime.tasks.audit import audit
+    from planner_runtime.tasks.audit import audit, builtin_phones, what_setup_resets
     from planner_runtime.trajectories import TrajectoryStore
 
     try:
         settings = Settings.from_env()
         host, port = parse_host_port(adb or settings.adb)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     tasks = _load(suite)
+    if serial is not None and serial not in settings.disposable_serials:
+        resets = what_setup_resets(tasks.tasks)
+        if not allow_reset:
+            raise fail(f"the audit runs every task's setup on {serial}, which {resets}; pass --allow-reset "
+                        "to run it there anyway, or leave out --serial to audit on the built-in virtual phone")
+        err.print(f"[yellow]warning:[/yellow] running every task's setup on {escape(serial)}: it {escape(resets)}",
+                  soft_wrap=True)
     say = err.print if as_json else console.print
     try:
-        with TrajectoryStore(store or settings.store_path) as db:
-            results = audit(tasks.tasks, partial(open_device, serial, host, port, say=lambda m: None), db)
+        with ExitStack() as stack:
+            db = stack.enter_context(TrajectoryStore(store or settings.store_path))
+            phones = (partial(open_device, serial, host, port, say=lambda m: None) if serial is not None
+                      else stack.enter_context(builtin_phones()))
+            results = audit(tasks.tasks, phones, db)
     except DeviceError as exc:
-        raise _fail(f"device: {exc}", ExitCode.infra) from exc
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
-    flagged = [r for r in results if r.passes_without_acting]
-    broken = [r for r in results if not r.ran and not r.passes_without_acting]
+        raise fail(str(exc)) from exc
+    flagged = [r for r in results if r.flagged]
+    broken = [r for r in results if not r.ran and not r.flagged]
     infra = any(r.infra for r in results)
     for r in results:
         if r.passes_without_acting:
             mark = "[red]PASSES WITHOUT ACTING[/red]"
+        elif r.passes_by_naming_everything:
+            mark = "[red]PASSES BY NAMING EVERYTHING[/red] (add answer_excludes with the wrong candidates)"
         elif not r.ran:
             mark = f"[yellow]COULD NOT RUN[/yellow] {escape(r.error or _first_evidence(r))}"
         else:
@@ -132,8 +146,11 @@ def tasks_check(
     path: Path = typer.Argument(..., help="A suite YAML file to validate."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (only JSON on stdout)."),
 ) -> None:
-    """Validate a suite file; errors name the line and field (exit 2 when it is invalid)."""
+    """Validate a suite file; errors name the line and field (exit 2 when it is invalid).
+    Checks that read device state the setup never sets are warnings (a real phone keeps what
+    earlier runs left): the suite is still valid."""
     from planner_runtime.tasks.spec import load_suite
+    from planner_runtime.tasks.state_coverage import suite_unset_reads
 
     try:
         tasks = load_suite(path)
@@ -141,22 +158,25 @@ def tasks_check(
         if as_json:
             _emit({"path": str(path), "ok": False, "error": {"path": exc.path, "line": exc.line, "field": exc.field,
                                                               "message": exc.message}})
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
+    unset = suite_unset_reads(tasks.tasks)
+    for u in unset:
+        err.print(f"[yellow]warning:[/yellow] {escape(str(path))}: {escape(u.message())}", soft_wrap=True)
     if as_json:
-        _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks)})
+        _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks)} | ({"warnings": [u.to_json() for u in unset]} if unset else {}))
         return
-    console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK")
+    console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK" + (f", {len(unset)} warnings" if unset else ""))
 
 
 def _load_skills(directory: Optional[Path]):  # noqa: ANN202 - list[Skill]
     from planner_runtime.harness.skills import load_skills
 
     if directory is not None and not directory.is_dir():
-        raise _fail(f"{directory}: no such skills folder")
+        raise fail(f"{directory}: no such skills folder")
     try:
         return load_skills(directory)
     except PlannerRuntimeError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 _SKILLS_DIR = typer.Option(None, "--dir", help="Skills folder (default: $PLANNER_AGENT_SKILLS_DIR or the built-in one).")
@@ -181,7 +201,7 @@ def skills_show(name: str = typer.Argument(...), directory: Optional[Path] = _SK
     """Show one skill as the planner reads it."""
     skill = next((s for s in _load_skills(directory) if s.name == name), None)
     if skill is None:
-        raise _fail(f"no skill {name!r}; see `planner-agent skills list`")
+        raise fail(f"no skill {name!r}; see `planner-agent skills list`")
     console.print(skill.to_prompt(full=True), markup=False)
 
 

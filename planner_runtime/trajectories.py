@@ -14,15 +14,59 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Iterator
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import case, func, insert, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ColumnElement, FromClause, Select
+from sqlalchemy.sql.expression import CTE
 
 from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict, utcnow
+from planner_runtime.cost import TokenUsage
 from planner_runtime.errors import StoreError
 from planner_runtime.sqlite_file import SqliteFile, aware
 from planner_runtime.trajectory_schema import Filter, Summary, add_missing_columns, collections, metadata, steps, trajectories
 
 __all__ = ["Filter", "Summary", "TrajectoryStore", "completed_items"]
+
+def _own_tokens(t: FromClause, kind: str) -> ColumnElement:
+    """A trajectory's own ``prompt_tokens`` or ``completion_tokens``: the row's total, or where
+    none was written (an episode cut off before its end) the sum over its committed steps, as
+    :func:`planner_runtime.cost.own_usage` counts them. The steps are read only then: a step's
+    record holds its whole model input."""
+    from_steps = (select(func.coalesce(func.sum(func.json_extract(steps.c.record, f"$.usage.{kind}")), 0))
+                  .where(steps.c.trajectory_id == t.c.id).scalar_subquery())
+    unwritten = (func.coalesce(t.c.prompt_tokens, 0) == 0) & (func.coalesce(t.c.completion_tokens, 0) == 0)
+    return case((unwritten, from_steps), else_=t.c[kind])
+
+
+def _tree(roots: Select) -> CTE:
+    """``(root, id)`` for each root of ``roots`` (a select of ``trajectories.c.id``) and every
+    episode under it by ``parent`` links, every level down (the root itself included).
+
+    Sub-agents are found by their stored ``parent`` link rather than read from the delegate
+    steps, so one is counted even when the episode that delegated it died before its delegate
+    step was written: the child's steps and total are committed as it runs."""
+    t = trajectories
+    tree = roots.with_only_columns(t.c.id.label("root"), t.c.id.label("id")).cte("tree", recursive=True)
+    child = t.alias("child")
+    return tree.union(select(tree.c.root, child.c.id).where(child.c.parent == tree.c.id))  # UNION: a loop ends
+
+
+def _subagent_totals(roots: Select) -> Select:
+    """Per root of ``roots`` that delegated anything: how many sub-agent episodes are under it
+    and their own tokens summed."""
+    tree, member = _tree(roots), trajectories.alias("member")
+    return (
+        select(
+            tree.c.root,
+            func.count().label("subagents"),
+            func.sum(_own_tokens(member, "prompt_tokens")).label("subagent_prompt_tokens"),
+            func.sum(_own_tokens(member, "completion_tokens")).label("subagent_completion_tokens"),
+        )
+        .join_from(tree, member, member.c.id == tree.c.id)
+        .where(tree.c.id != tree.c.root)
+        .group_by(tree.c.root)
+    )
+
 
 def _writer_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -192,6 +236,32 @@ class TrajectoryStore(SqliteFile):
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
+    def descendants(self, trajectory_id: str) -> list[str]:
+        """Ids of every sub-agent episode under ``trajectory_id`` (its children, theirs, ...), oldest first."""
+        t = trajectories
+        tree = _tree(select(t.c.id).where(t.c.id == trajectory_id))
+        query = (select(t.c.id).join_from(tree, t, t.c.id == tree.c.id).where(tree.c.id != tree.c.root)
+                 .order_by(t.c.started_at))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
+    def usage(self, trajectory_id: str) -> TokenUsage:
+        """The tokens ``trajectory_id`` cost: its own turns' and its sub-agents' (every level)."""
+        t = trajectories
+        own = select(_own_tokens(t, "prompt_tokens"), _own_tokens(t, "completion_tokens")).where(t.c.id == trajectory_id)
+        sub = _subagent_totals(select(t.c.id).where(t.c.id == trajectory_id))
+        with self.engine.connect() as conn:
+            mine = conn.execute(own).first()
+            if mine is None:
+                raise StoreError(f"no trajectory {trajectory_id!r} in {self.path}")
+            theirs = conn.execute(sub).first()
+        return TokenUsage(
+            own=Usage(prompt_tokens=mine[0], completion_tokens=mine[1]),
+            subagents=Usage(prompt_tokens=theirs.subagent_prompt_tokens, completion_tokens=theirs.subagent_completion_tokens)
+            if theirs else Usage(),
+            subagent_episodes=theirs.subagents if theirs else 0,
+        )
+
     def ids(
         self,
         *,
@@ -211,11 +281,18 @@ class TrajectoryStore(SqliteFile):
         """One summary row per matching trajectory (no steps loaded), oldest first; with
         ``limit``, the newest ``limit`` of them."""
         t = trajectories
+        where = where or Filter()
         n_steps = select(func.count()).where(steps.c.trajectory_id == t.c.id).scalar_subquery()
+        sub = _subagent_totals(where.apply(select(t.c.id))).subquery("sub")
+        own_p, own_c = _own_tokens(t, "prompt_tokens"), _own_tokens(t, "completion_tokens")
+        sub_p, sub_c = func.coalesce(sub.c.subagent_prompt_tokens, 0), func.coalesce(sub.c.subagent_completion_tokens, 0)
         cols = [t.c.id, t.c.task_id, t.c.goal, t.c.source, t.c.planner, t.c.planner_release, t.c.harness_release,
-                t.c.collection, t.c.status, t.c.success, t.c.failure_kind, t.c.prompt_tokens, t.c.completion_tokens,
-                t.c.started_at, t.c.ended_at, n_steps.label("steps")]
-        query = (where or Filter()).apply(select(*cols)).order_by(t.c.started_at.desc())
+                t.c.collection, t.c.status, t.c.success, t.c.failure_kind, own_p.label("prompt_tokens"),
+                own_c.label("completion_tokens"), t.c.started_at, t.c.ended_at, n_steps.label("steps"),
+                func.coalesce(sub.c.subagents, 0).label("subagents"), sub_p.label("subagent_prompt_tokens"),
+                sub_c.label("subagent_completion_tokens"), (own_p + sub_p).label("total_prompt_tokens"),
+                (own_c + sub_c).label("total_completion_tokens")]
+        query = where.apply(select(*cols).select_from(t.outerjoin(sub, sub.c.root == t.c.id))).order_by(t.c.started_at.desc())
         if limit is not None:
             query = query.limit(limit)
         with self.engine.connect() as conn:

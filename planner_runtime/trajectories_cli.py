@@ -1,5 +1,7 @@
 """``planner-agent trajectories list``: find stored trajectories by task, outcome, failure kind,
-planner, releases, source, collection and date, as a table or as JSON for scripts."""
+planner, releases, source, collection and date, as a table or as JSON for scripts. A trajectory's
+tokens are its total, its sub-agents' share shown apart (``subagent_*`` and ``total_*`` in JSON;
+``prompt_tokens`` and ``completion_tokens`` stay its own)."""
 
 from __future__ import annotations
 
@@ -31,13 +33,15 @@ def outcome(row: Summary) -> str:
 
 def _table(rows: list[Summary]) -> Table:
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("id", "task", "outcome", "steps", "tokens in/out", "planner", "harness", "source", "started (UTC)"):
-        table.add_column(name, justify="right" if name in ("steps", "tokens in/out") else "left", no_wrap=name == "id")
+    numbers = ("steps", "tokens in/out", "of which sub-agents")
+    for name in ("id", "task", "outcome", *numbers, "planner", "harness", "source", "started (UTC)"):
+        table.add_column(name, justify="right" if name in numbers else "left", no_wrap=name == "id")
     for r in rows:
         style = "green" if r.success else ("red" if r.success is False else "dim")
+        shared = f"{r.subagent_prompt_tokens}/{r.subagent_completion_tokens} ({r.subagents})" if r.subagents else "-"
         table.add_row(
             r.id, r.task_id or r.goal[:40], f"[{style}]{outcome(r)}[/{style}]", str(r.steps),
-            f"{r.prompt_tokens}/{r.completion_tokens}", f"{r.planner} {r.planner_release}".strip(),
+            f"{r.total_prompt_tokens}/{r.total_completion_tokens}", shared, f"{r.planner} {r.planner_release}".strip(),
             r.harness_release or "-", r.source, r.started_at.strftime("%Y-%m-%d %H:%M:%S"),
         )
     return table
@@ -60,7 +64,7 @@ def list_trajectories(
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (one object per trajectory)."),
 ) -> None:
-    """List stored trajectories, oldest first, with their outcome, steps and tokens."""
+    """List stored trajectories, oldest first, with their outcome, steps and tokens (sub-agents' included, shown apart)."""
     if failed and succeeded:
         raise fail("--failed and --succeeded exclude each other")
     kinds = {"agent", "infra", "spec"}

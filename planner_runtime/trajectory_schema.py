@@ -97,7 +97,8 @@ class Filter:
 
 @dataclass(frozen=True)
 class Summary:
-    """A trajectory's row without its steps, as listings show it."""
+    """A trajectory's row without its steps, as listings show it. Its tokens are its own
+    (``prompt_tokens``), its sub-agents' and their sum, the total it cost."""
 
     id: str
     task_id: str | None
@@ -110,11 +111,16 @@ class Summary:
     status: str
     success: bool | None
     failure_kind: str | None
-    prompt_tokens: int
+    prompt_tokens: int  # its own planner turns'
     completion_tokens: int
     started_at: datetime
     ended_at: datetime | None
     steps: int
+    subagents: int = 0  # sub-agent episodes it delegated, every level down
+    subagent_prompt_tokens: int = 0  # what they cost, on top of its own
+    subagent_completion_tokens: int = 0
+    total_prompt_tokens: int = 0  # own + sub-agents'
+    total_completion_tokens: int = 0
 
 
 def add_missing_columns(conn: Connection) -> None:

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from device_farm.virtual.system import AndroidSystem
 
 SHELL_PATH = "/system/bin/sh"
-STDIN_OPERANDS = {"cat": 0, "md5sum": 0, "grep": 1}
+STDIN_OPERANDS = {"cat": 0, "md5sum": 0, "grep": 1, "egrep": 1, "fgrep": 1, "sh": 0, "head": 0,
+                  "tail": 0, "wc": 0, "sort": 0, "uniq": 0, "cut": 0, "tr": 2, "sed": 1}
 """Commands that read stdin when given at most this many operands (`cat`, `grep PATTERN`)."""
 
 
@@ -41,6 +42,8 @@ class CommandContext:
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     flush: Callable[[], Awaitable[None]] | None = None
+    shell: "ShellSession | None" = None
+    """The session running the command (what `sh` starts a child of)."""
 
     def out(self, text: str) -> None:
         self.stdout += text.encode()
@@ -56,9 +59,11 @@ class ShellSession:
     """Runs command lines with a persistent environment and last exit status."""
 
     def __init__(self, system: "AndroidSystem", commands: dict[str, Command],
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, depth: int = 0) -> None:
         self.system = system
         self.commands = commands
+        self.depth = depth
+        """How many `sh` levels this session runs under (bounded, as a phone's process table is)."""
         self.env: dict[str, str] = {"PATH": "/product/bin:/apex/com.android.runtime/bin:/system/bin",
                                     "HOME": "/", "SHELL": SHELL_PATH, "USER": "shell", "?": "0"}
         self.env.update(env or {})
@@ -76,7 +81,10 @@ class ShellSession:
             if first is None or not first.words or any(op == "<" for op, _ in first.redirects):
                 continue
             argv = [w.expand(self.env) for w in first.words]
-            limit = STDIN_OPERANDS.get(argv[0].rsplit("/", 1)[-1])
+            name = argv[0].rsplit("/", 1)[-1]
+            limit = STDIN_OPERANDS.get(name)
+            if name == "sh" and any(a.startswith("-") and "c" in a for a in argv[1:]):
+                continue  # `sh -c SCRIPT` takes its script from the argument
             if limit is not None and sum(1 for a in argv[1:] if not a.startswith("-")) <= limit:
                 return True
         return False
@@ -117,7 +125,7 @@ class ShellSession:
         status = 0
         for index, cmd in enumerate(pipeline):
             last = index == len(pipeline) - 1
-            ctx = CommandContext(self.system, self.env, stdin, flush=ctx_out.flush if last else None)
+            ctx = CommandContext(self.system, self.env, stdin, flush=ctx_out.flush if last else None, shell=self)
             status = await self._simple(cmd, ctx)
             ctx_out.stderr += ctx.stderr
             if last:

@@ -1,7 +1,8 @@
 """Shell syntax of the virtual phone: tokens, words with deferred `$` expansion, simple
 commands, pipelines and `;`/`&&`/`||` lists.
 
-Supports single and double quotes, backslash escapes, `$?`, `$VAR`, `${VAR}`, `NAME=value`
+Supports single and double quotes, backslash escapes, `$?`, `$VAR`, `${VAR}`, the positional
+`$0`..`$9`, `$#`, `$@` and `$*` (joined by spaces, never split into words), `NAME=value`
 prefixes and the redirections `>`, `>>`, `2>`, `2>&1`, `<`. Expansion happens when a command
 runs, so `false; echo $?` sees the new status.
 """
@@ -69,7 +70,7 @@ def tokenize(line: str) -> list[Union[Word, str]]:
             if close < 0:
                 raise ShellSyntaxError("bad substitution")
             return Var(line[j + 1 : close]), close + 1
-        if j < n and line[j] in "?$#!0123456789":
+        if j < n and line[j] in "?$#!@*0123456789":
             return Var(line[j]), j + 1
         k = j
         while k < n and (line[k].isalnum() or line[k] == "_"):

@@ -25,6 +25,7 @@ from device_farm.virtual.intents import (
 )
 from device_farm.virtual.notifications import Notification, NotificationList
 from device_farm.virtual.screen import ScreenInput
+from device_farm.virtual.settings_provider import SettingsProvider
 
 if TYPE_CHECKING:
     from device_farm.virtual.stream import StreamHandler
@@ -70,6 +71,8 @@ class AndroidSystem(ScreenInput):
             "global": {"airplane_mode_on": "0", "adb_enabled": "1", "wifi_on": "1", "mobile_data": "1",
                        "development_settings_enabled": "1"},
         }
+        self.settings_provider = SettingsProvider(lambda: self.settings)
+        """`content://settings/...`, over `settings` (which a snapshot restore replaces)."""
         self.fs = FileSystem()
         self.listeners: dict[int, "StreamHandler"] = {}
         """In-phone TCP listeners reachable through the `tcp:<port>` service."""
@@ -137,7 +140,14 @@ class AndroidSystem(ScreenInput):
             self._procs[app.package] = Process(self._next_pid, 1, f"u0_a{uid - 10000}", app.package)
             self._next_pid += 1
 
+    def content_provider(self, authority: str) -> SqliteProvider | SettingsProvider | None:
+        """What a content URI with this authority reaches: an app's provider or the system's settings."""
+        if authority == self.settings_provider.AUTHORITY:
+            return self.settings_provider
+        return self.provider(authority)
+
     def provider(self, authority: str) -> SqliteProvider | None:
+        """An installed app's provider."""
         for app in self.apps.values():
             for provider in app.providers():
                 if provider.AUTHORITY == authority:

@@ -1,5 +1,6 @@
 """The uiautomator2 server behind `tcp:9008`: HTTP/1.1 with keep-alive, `GET /ping`, and
-JSON-RPC 2.0 on `POST /jsonrpc/0` with the methods uiautomator2 3.7.1 calls.
+JSON-RPC 2.0 on `POST /jsonrpc/0` with the methods uiautomator2 3.7.1 calls (dispatch and the
+answers to malformed calls are in `jsonrpc`).
 
 Several requests may arrive on one stream (bodies framed by Content-Length); each response
 is written in one piece with a Content-Length. Missing views answer error -32002 with
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
 from typing import Any, Callable
 
+from device_farm.virtual.jsonrpc import INVALID_PARAMS, Dispatcher, RpcError
 from device_farm.virtual.selector import describe, find, find_all
 from device_farm.virtual.screen import KEYCODES
 from device_farm.virtual.stream import AdbStream
@@ -35,14 +36,6 @@ KEY_NAMES = {
     "volume_up": "VOLUME_UP", "volume_down": "VOLUME_DOWN", "volume_mute": "VOLUME_MUTE",
     "camera": "CAMERA", "power": "POWER",
 }
-
-
-class RpcError(Exception):
-    """Answered as a JSON-RPC error object."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
 
 
 def not_found(selector: dict[str, Any]) -> RpcError:
@@ -70,9 +63,8 @@ class UiAutomatorServer:
     def __init__(self, system: Callable[[], AndroidSystem]) -> None:
         self._system = system
         self.before_request: Callable[[str], float] | None = None
-        self._methods: dict[str, Callable[..., Any]] = {
-            name[4:]: getattr(self, name) for name in dir(self) if name.startswith("rpc_")
-        }
+        self._rpc = Dispatcher({name[4:]: getattr(self, name) for name in dir(self) if name.startswith("rpc_")},
+                               guard=self._require_ui_automation)
 
     # --- HTTP ----------------------------------------------------------------------
     async def serve(self, stream: AdbStream) -> None:
@@ -135,42 +127,15 @@ class UiAutomatorServer:
         if method == "GET" and path == "/version":
             return "200 OK", "text/plain", b"3.7.1"
         if method == "POST" and path.startswith("/jsonrpc/0"):
-            return "200 OK", "application/json; charset=UTF-8", await self._jsonrpc(body)
+            if not body:  # NanoHTTPD hands the server no post data to read
+                return "500 Internal Server Error", "text/plain", b"Invalid http post data!"
+            return "200 OK", "application/json; charset=UTF-8", await self._rpc.handle(body)
         return "404 Not Found", "text/plain", b"Not Found"
 
-    async def _jsonrpc(self, body: bytes) -> bytes:
-        req_id: Any = None
-        try:
-            try:
-                request = json.loads(body)
-            except ValueError as exc:
-                raise RpcError(-32700, f"Parse error: {exc}") from exc
-            if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-                raise RpcError(-32600, "Invalid Request")
-            req_id = request.get("id")
-            if not self.system.ui_automation_connected:
-                raise RpcError(-32001, NOT_CONNECTED, NOT_CONNECTED + "\n\tat android.app.UiAutomation"
-                               ".throwIfNotConnectedLocked(UiAutomation.java:1548)")
-            handler = self._methods.get(request["method"])
-            if handler is None:
-                raise RpcError(-32601, f"Method not found: {request['method']}")
-            params = request.get("params")
-            try:
-                if isinstance(params, list):
-                    result = handler(*params)
-                elif isinstance(params, dict):
-                    result = handler(**params)
-                else:
-                    result = handler()
-            except TypeError as exc:
-                raise RpcError(-32602, f"Invalid params: {exc}") from exc
-            if asyncio.iscoroutine(result):
-                result = await result
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "result": result}
-        except RpcError as exc:
-            reply = {"jsonrpc": "2.0", "id": req_id,
-                     "error": {"code": exc.code, "message": exc.message, "data": exc.data}}
-        return json.dumps(reply).encode()
+    def _require_ui_automation(self) -> None:
+        if not self.system.ui_automation_connected:
+            raise RpcError(-32001, NOT_CONNECTED, NOT_CONNECTED + "\n\tat android.app.UiAutomation"
+                           ".throwIfNotConnectedLocked(UiAutomation.java:1548)")
 
     # --- helpers ---------------------------------------------------------------------
     @property
@@ -223,7 +188,7 @@ class UiAutomatorServer:
         elif len(args) >= 2:
             x, y = args[0], args[1]
         else:
-            raise RpcError(-32602, "Invalid params: click(x, y) or click(selector[, timeout])")
+            raise RpcError(*INVALID_PARAMS, "click(x, y) or click(selector[, timeout])")
         self.system.tap(float(x), float(y))
         return True
 
@@ -283,7 +248,7 @@ class UiAutomatorServer:
         await self._slow_screen()
         scale = float(scale) if scale else 1.0
         if not 0 < scale <= 1:
-            raise RpcError(-32602, f"Invalid params: scale {scale} not in (0, 1]")
+            raise RpcError(*INVALID_PARAMS, f"takeScreenshot: scale {scale} not in (0, 1]")
         return base64.b64encode(self.system.screenshot("jpeg", scale, int(quality))).decode()
 
     def rpc_swipe(self, sx: float, sy: float, ex: float, ey: float, steps: int = 10) -> bool:

@@ -10,12 +10,26 @@ the episode as ``infra_error`` with the trajectory kept. A planner that cannot b
 as ``infra_error`` too, with no step for the turn that got no answer; one that times out is asked
 again, and timing out on consecutive turns is taken as a server that is down. Step, token and
 wall-time limits end it as ``truncated``. The trajectory is closed in ``finally`` whatever happens.
+
+The wall-time limit holds during a step too. A planner turn runs in a worker thread and is given
+up when the episode's time runs out: the episode ends ``truncated`` (within a second), with a last step
+whose ``timeout`` feedback says so (an answer that comes late is kept there, not run). Backends
+that can stop early see the turn's deadline (:mod:`planner_runtime.deadline`): the HTTP planner
+shortens its request timeout to it, the local planner stops decoding at it. A tool is never cut
+off mid-call — a half-done action on a phone is worse than a late end — so a call that starts in
+time finishes, bounded by its own waits (seconds; ``wait`` at most 10 s), and the episode ends
+right after it; a sub-agent's episode ends at its parent's deadline; ``ask_user`` at a terminal
+waits for the person and is not bounded. Repeated calls are refused as
+:mod:`planner_runtime.harness.repeats` says.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
+import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,6 +53,8 @@ from planner_runtime.contract import (
     Usage,
     new_id,
 )
+from planner_runtime.deadline import Deadline, seconds_left, within
+from planner_runtime.harness.repeats import RepeatGuard, sensitive_record
 from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.planners import Planner, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
 from planner_runtime.planners.toolcalls import clean_text, guard_output
@@ -47,6 +63,7 @@ from planner_runtime.trajectories import TrajectoryStore
 log = logging.getLogger(__name__)
 
 REJECTED_ECHO_CHARS = 2000  # of an output that held no call, what the next turn's history shows
+ABANDON_GRACE_S = 1.0  # how long a planner turn given up on may take to stop before it is left behind
 
 SYSTEM_PROMPT = (
     "You are an assistant that operates the user's Android phone through tools. "
@@ -60,7 +77,7 @@ SYSTEM_PROMPT = (
 @dataclass(frozen=True)
 class EpisodeLimits:
     max_steps: int = 12
-    max_seconds: float = 600.0
+    max_seconds: float = 600.0  # wall time, planner turns and sub-agents included (see the module docstring)
     max_repeats: int = 2  # the same call on the same screen runs at most this many times in a row
     max_tokens: int | None = None  # prompt + completion tokens over all turns; None: no limit
     retry_wait: float = 1.0  # seconds to wait after a transient device fault before the one retry
@@ -92,7 +109,7 @@ class Episode:
     prefix: tuple[Step, ...] = ()
     history: tuple[Message, ...] = ()
     _usage: Usage = field(default_factory=Usage, init=False, repr=False)
-    _recent: list[str] = field(default_factory=list, init=False, repr=False)
+    _guard: RepeatGuard = field(default_factory=lambda: RepeatGuard(2), init=False, repr=False)
 
     def _first_messages(self) -> list[Message]:
         screen = self.ctx.observation()
@@ -102,7 +119,7 @@ class Episode:
             Message(role=Role.user, content=f"Current screen:\n{screen.screen}\n\nGoal: {self.goal}"),
         ]
 
-    def _respond(self, out: PlannerOutput) -> tuple[ToolCall | None, Feedback]:
+    def _respond(self, out: PlannerOutput, index: int) -> tuple[ToolCall | None, Feedback]:
         if out.errors and not out.tool_calls:
             err = out.errors[0]
             return None, Feedback.fail(new_id("call_"), err.code, err.hint)
@@ -110,17 +127,14 @@ class Episode:
             first = out.tool_calls[0]
             return first, Feedback.fail(first.call_id, ErrorCode.too_many_calls, "call exactly one tool per turn; nothing was run")
         call = out.tool_calls[0]
-        screen = self.ctx.screen.digest if self.ctx.screen else ""
-        key = json.dumps([call.name, call.arguments, screen], sort_keys=True, default=str)
-        self._recent = (self._recent + [key])[-(self.limits.max_repeats + 1):]
-        if len(self._recent) > self.limits.max_repeats and len(set(self._recent)) == 1:
-            return call, Feedback.fail(
-                call.call_id,
-                ErrorCode.repeated_action,
-                f"{call.name} with these arguments already ran {self.limits.max_repeats} times on this screen; "
-                "it was not run again — try something else, or finish",
-            )
-        return call, self._execute(call)
+        refusal = self._guard.refuse(self.tools, call, self.ctx.screen.digest if self.ctx.screen else "")
+        if refusal is not None:
+            return call, refusal
+        decided = len(self.ctx.gate.log)
+        feedback = self._execute(call)
+        where = f"step {index}" if self.parent is None else f"step {index} of sub-agent trajectory {self.trajectory_id}"
+        self._guard.ran(self.tools, call, feedback, self.ctx.gate.log[decided:], where)
+        return call, feedback
 
     def _execute(self, call: ToolCall) -> Feedback:
         """Run ``call``; after a device fault, wait, look at the screen again and run it once
@@ -134,7 +148,7 @@ class Episode:
             if not exc.infra:
                 raise
             fault = f"{exc.code}: {str(exc)[:160]}"
-        time.sleep(self.limits.retry_wait)
+        time.sleep(seconds_left(self.limits.retry_wait))
         self.ctx.observe()
         # A tool that declares itself sensitive, or any call whose effect the gate allowed before
         # the fault (a tap on a Send button), may already have acted.
@@ -184,27 +198,68 @@ class Episode:
         return self.store.get(self.trajectory_id)
 
     def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
-        started = time.monotonic()
+        with within(self.limits.max_seconds) as limit, sensitive_record() as record:
+            self._guard = RepeatGuard(self.limits.max_repeats, record)
+            for step in self.prefix:  # a resumed episode: what its earlier steps did still counts
+                if step.tool_call is not None:
+                    self._guard.ran(self.tools, step.tool_call, step.feedback, (), f"step {step.index}")
+            return self._turns(specs, limit)
+
+    def _plan(self, messages: list[Message], specs: list[ToolSpec]) -> PlannerOutput | None:
+        """The planner's answer, or ``None`` when the episode's time ran out before it came.
+
+        The turn runs in a daemon thread, so neither the episode nor the process waits on a
+        planner that never answers (Ctrl-C included). A turn given up on has its deadline
+        expired and gets a moment to stop, so a backend that honours it (the local planner's
+        decoding loop) is not left running native code in a thread nobody waits for."""
+        with within(math.inf) as turn:
+            answer: list[PlannerOutput] = []
+            failure: list[BaseException] = []
+
+            def work() -> None:
+                try:
+                    answer.append(self.planner.plan(messages, specs, sampling=self.sampling))
+                except BaseException as exc:  # re-raised in the episode's thread, whatever it is
+                    failure.append(exc)
+
+            worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"plan-{self.trajectory_id}", daemon=True)
+            worker.start()
+            try:
+                worker.join(turn.left())
+            finally:
+                turn.expire()
+                if worker.is_alive():
+                    worker.join(ABANDON_GRACE_S)
+        if failure:
+            raise failure[0]
+        return answer[0] if answer else None
+
+    def _turns(self, specs: list[ToolSpec], limit: Deadline) -> tuple[TrajectoryStatus, str | None]:
         messages = list(self.history) or self._first_messages()
         timeouts = 0
         for index in range(len(self.prefix), self.limits.max_steps):
-            if time.monotonic() - started > self.limits.max_seconds:
+            if limit.passed():
                 break
             spent = self._usage.prompt_tokens + self._usage.completion_tokens
             if self.limits.max_tokens is not None and spent >= self.limits.max_tokens:
                 break
             t0 = time.perf_counter()
+            out: PlannerOutput | None
             try:
-                out = self.planner.plan(messages, specs, sampling=self.sampling)
+                out = self._plan(messages, specs)
                 timeouts = 0
             except PlannerTimeout as exc:  # a slow or hung planner server: a step with timeout feedback
-                out = PlannerOutput(text="", errors=(ToolError(code=ErrorCode.timeout, hint=str(exc)[:300]),))
+                # (unless it timed out at the episode's own deadline, which ends the episode)
+                out = None if limit.passed() else PlannerOutput(text="", errors=(ToolError(code=ErrorCode.timeout, hint=str(exc)[:300]),))
                 timeouts += 1
+            if out is None or limit.passed():  # the episode's time ran out during the turn
+                self._out_of_time(index, messages, out and guard_output(out), time.perf_counter() - t0)
+                return TrajectoryStatus.truncated, None
             out = guard_output(out)
             t1 = time.perf_counter()
             infra: DeviceError | None = None
             try:
-                call, feedback = self._respond(out)
+                call, feedback = self._respond(out, index)
             except DeviceError as exc:  # only infra faults get here; the step is kept
                 infra = exc
                 call = out.tool_calls[0] if out.tool_calls else None
@@ -243,6 +298,30 @@ class Episode:
             if call is not None and feedback.status is FeedbackStatus.ok and self.tools[call.name].terminal:
                 return TrajectoryStatus.finished, str(call.arguments.get("answer", ""))
         return TrajectoryStatus.truncated, None
+
+    def _out_of_time(self, index: int, messages: list[Message], late: PlannerOutput | None, waited: float) -> None:
+        """The last step of an episode whose time ran out while the planner was answering."""
+        call = late.tool_calls[0] if late is not None and late.tool_calls else None
+        said = "its answer came too late and was not run" if late is not None else "no answer came in time"
+        feedback = Feedback.fail(
+            call.call_id if call else new_id("call_"),
+            ErrorCode.timeout,
+            f"the episode's time limit of {self.limits.max_seconds:g} s passed while the planner was answering; {said}",
+        ).model_copy(update={"note": "episode time limit"})
+        usage = late.usage if late is not None else Usage()
+        self._usage = self._usage + usage
+        step = Step(
+            index=index,
+            messages=tuple(messages),
+            raw_output=late.text if late is not None else "",
+            tool_call=call,
+            feedback=feedback,
+            usage=usage,
+            plan_seconds=waited,
+        )
+        self.store.append_step(self.trajectory_id, step)
+        if self.on_step is not None:
+            self.on_step(step)
 
 
 def feedback_text(feedback: Feedback) -> str:

@@ -1,7 +1,8 @@
 """Lexical relevance of short documents (skills, app domains) to a goal.
 
 Words are lower-cased, stop words dropped and the rest stemmed with the Snowball English
-stemmer, so "texts", "texting" and "text" meet, as do "booked" and "booking". A document's score
+stemmer, so "texts", "texting" and "text" meet, as do "booked" and "booking" (but not "set" and
+"settings"). A document's score
 is the sum, over the goal's words it contains, of the word's rarity across the documents
 (``log(1 + N / (1 + df))``): a word every document shares says little, a rare one a lot.
 """
@@ -23,11 +24,17 @@ STOP_WORDS = frozenset(
 )
 
 
+# Words the stemmer conflates with a different word that matters here: Snowball makes "settings"
+# "set", so "Set an alarm" would be a Settings goal.
+STEM_EXCEPTIONS = {"setting": "setting", "settings": "setting"}
+
 _local = threading.local()  # a Snowball stemmer keeps its word in itself: one per thread
 
 
 @functools.lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
+    if word in STEM_EXCEPTIONS:
+        return STEM_EXCEPTIONS[word]
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
         stemmer = _local.stemmer = snowballstemmer.stemmer("english")

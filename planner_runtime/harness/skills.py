@@ -19,10 +19,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner_runtime.errors import ConfigError
+from planner_runtime.harness.apps import APPS, find_app
 from planner_runtime.harness.relevance import scores
 
 ENV_DIR = "PLANNER_AGENT_SKILLS_DIR"
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+# Quoted words are what to write or find ("Text Ada 'Running late'"), not what to do; an
+# apostrophe inside a word ("Ada's", "I'm") opens no quote.
+_WORDS = re.compile(r"[a-z0-9.\-]+")
+_QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
 
 
 class ElementRef(BaseModel):
@@ -139,24 +144,54 @@ def check_skill(skill: Skill, tool_names: Iterable[str]) -> list[str]:
     return problems
 
 
-def rank(skills: Sequence[Skill], goal: str) -> list[tuple[float, Skill]]:
-    """Skills by relevance to ``goal``: stemmed word overlap weighted by rarity across the skills."""
+def app_needs(goal: str) -> dict[str, float]:
+    """How strongly ``goal`` names each catalogue app: by its name and aliases (what a user calls
+    it) more than by its topics. A many-word alias counts only as the whole phrase ("file
+    manager", not "manager"), and tool names stay out: ``read_text_file`` must not make "Text
+    Ada" a Files goal."""
+    said = " ".join(_WORDS.findall(goal.lower()))
+    docs = []
+    for app in APPS:
+        aliases = [a for a in app.aliases if " " not in a or f" {a} " in f" {said} "]
+        docs.append([(" ".join([app.name, *aliases]), 3.0), (app.topics, 1.0)])
+    return {a.name: score for a, score in zip(APPS, scores(docs, goal))}
+
+
+def rank(skills: Sequence[Skill], goal: str) -> list[tuple[bool, float, Skill]]:
+    """Skills by what ``goal`` needs: first those of an app the goal names (at least a third of
+    the best app's match), then by stemmed word overlap with the skill's text, weighted by rarity
+    across the skills. The app comes first because a shared verb ("set", "put") says less about
+    a skill than the app it works in: "Set an alarm" is a Clock goal whatever Settings says."""
+    goal = _QUOTED.sub(" ", goal)
+    needs = app_needs(goal)
+    best_app = max(needs.values(), default=0.0)
     docs = [f"{s.name.replace('-', ' ')} {s.description} {s.when_to_use} {' '.join(s.apps)}" for s in skills]
-    return sorted(zip(scores(docs, goal), skills), key=lambda pair: -pair[0])
+    rows = []
+    for text_score, skill in zip(scores(docs, goal), skills):
+        app_score = max((needs.get(entry.name, 0.0) for a in skill.apps if (entry := find_app(a))), default=0.0)
+        rows.append((best_app > 0 and app_score >= best_app / 3, text_score, skill))
+    return sorted(rows, key=lambda row: (not row[0], -row[1]))
 
 
 def select(
     skills: Sequence[Skill], goal: str, *, tools: Iterable[str], apps: Iterable[str], budget_chars: int = 2400, limit: int = 4
 ) -> list[Skill]:
-    """The relevant skills usable here: their tools offered, one of their apps installed."""
+    """The relevant skills usable here: their tools offered, one of their apps installed.
+
+    A skill of an app the goal needs is shown even when its text shares no word with the goal
+    ("When is my dentist appointment?" needs Calendar); one of another app only when the goal
+    names no app, and then only with a score of at least half the best (a shared verb is noise)."""
     tool_set, app_set = set(tools), {a.lower() for a in apps}
     usable = [s for s in skills if set(s.tools) <= tool_set and (not s.apps or any(a.lower() in app_set for a in s.apps))]
-    chosen, used = [], 0
     ranked = rank(usable, goal)
-    floor = ranked[0][0] / 2 if ranked else 0.0  # far weaker matches are noise (a shared verb)
-    for score, skill in ranked:
-        if score <= 0 or score < floor or len(chosen) == limit:
+    any_needed = any(needed for needed, _, _ in ranked)
+    floor = max((score for needed, score, _ in ranked if needed == any_needed), default=0.0) / 2
+    chosen, used = [], 0
+    for needed, score, skill in ranked:
+        if len(chosen) == limit or needed != any_needed:
             break
+        if score < floor or (not needed and score <= 0):
+            continue
         size = len(skill.to_prompt(full=True))
         if used + size > budget_chars:
             continue

@@ -114,7 +114,7 @@ class Delegate(Tool):
             parent=lin.parent_id,
         ).run()
         if child.status is TrajectoryStatus.infra_error:
-            raise DeviceOffline(f"the sub-agent's device failed (trajectory {child.id})")
+            raise DeviceOffline(f"an infrastructure fault (device or planner endpoint) ended the sub-agent's episode (trajectory {child.id})")
         ctx.observe()  # the parent sees the screen the child left
         usage = child.usage
         return ToolResult(

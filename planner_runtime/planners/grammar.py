@@ -5,6 +5,12 @@ The grammar (llguidance's Lark dialect) accepts exactly
 match *that* tool's parameters schema, written compactly with the ``", "``/``": "`` separators the
 system prompt shows. Compiling is cheap, but the tool list repeats every step, so each distinct
 list is compiled once and every turn starts from a copy of the fresh matcher.
+
+A grammar alone does not make a call close within a token budget: an array or a string can grow
+until the budget cuts the JSON. So strings and arrays are also capped from the budget, and the
+decoder keeps one promise the grammar cannot: after each sampled token it asks
+:meth:`ToolCallGrammars.closing` for a short way to finish the call from there, and when that no
+longer fits in the tokens left it takes the token back and emits the closing instead.
 """
 
 from __future__ import annotations
@@ -43,15 +49,30 @@ def cap_strings(schema: Any, max_chars: int) -> Any:
     return schema
 
 
+def cap_arrays(schema: Any, max_items: int) -> Any:
+    """``schema`` with a ``maxItems`` on every array that has none (or a larger one)."""
+    if isinstance(schema, dict):
+        capped = {k: cap_arrays(v, max_items) for k, v in schema.items()}
+        if capped.get("type") == "array":
+            capped["maxItems"] = max(capped.get("minItems", 0), min(capped.get("maxItems", max_items), max_items))
+        return capped
+    if isinstance(schema, list):
+        return [cap_arrays(v, max_items) for v in schema]
+    return schema
+
+
 def tool_call_grammar(tools: Sequence[ToolSpec], max_string_chars: int | None = None) -> str:
-    """The Lark grammar of one tool-call block for ``tools`` (strings capped if asked)."""
+    """The Lark grammar of one tool-call block for ``tools``; with ``max_string_chars``, strings
+    hold at most that many characters and arrays about one item per 8 of them."""
     if not tools:
         raise GrammarError("a tool-call grammar needs at least one tool")
     head = json.dumps(f'{OPEN}\n{{"name": "')
     tail = json.dumps(f"}}\n{CLOSE}")
     rules = [f"start: {head} call {tail}", "call: " + " | ".join(f"call_{i}" for i in range(len(tools)))]
     for i, tool in enumerate(tools):
-        params = cap_strings(tool.parameters, max_string_chars) if max_string_chars else tool.parameters
+        params = tool.parameters
+        if max_string_chars:
+            params = cap_arrays(cap_strings(params, max_string_chars), max(1, max_string_chars // 8))
         schema = {**params, "x-guidance": JSON_LAYOUT}
         name = json.dumps(f'{tool.name}", "arguments": ', ensure_ascii=False)
         rules.append(f"call_{i}: {name} %json {json.dumps(schema, ensure_ascii=False)}")
@@ -73,6 +94,7 @@ class ToolCallGrammars:
 
     def __init__(self, hf_tokenizer: Any, *, capacity: int = 16) -> None:
         self._hf_tokenizer = hf_tokenizer
+        self._closers: list[int] | None = None
         self._tokenizer: llguidance.LLTokenizer | None = None
         self._cache: OrderedDict[str, llguidance.LLMatcher | str] = OrderedDict()
         self.capacity = capacity
@@ -123,3 +145,56 @@ class ToolCallGrammars:
         if matcher.is_error():
             return f"cannot constrain tool calls for {[t.name for t in tools]}: {matcher.get_error()}"
         return matcher
+
+    def admit(self, matcher: "llguidance.LLMatcher", token: int, left: int) -> list[int] | None:
+        """Feed a sampled ``token`` to ``matcher`` with ``left`` tokens of the budget to go (it
+        included); what to emit: ``[token]``, or, when the call could no longer close after it,
+        the closing from before it. ``None`` when the grammar rejects ``token``."""
+        if not matcher.consume_token(token):
+            return None
+        if matcher.is_stopped() or self.closing(matcher, left - 1) is not None:
+            return [token]
+        matcher.rollback(1)
+        finish = self.closing(matcher, left)  # fits, as it did before ``token``...
+        if finish is None:  # ...unless no call fitted from the start (the planner warns of that)
+            matcher.consume_token(token)
+            return [token]
+        matcher.consume_tokens(finish)
+        return finish
+
+    def closing(self, matcher: "llguidance.LLMatcher", limit: int) -> list[int] | None:
+        """Tokens that finish the call from ``matcher``'s state, at most ``limit`` of them, or
+        ``None`` when this way takes more. ``matcher`` is left as it was.
+
+        Greedy: what the grammar forces, else the first of a few closing tokens it allows (a
+        quote, a brace, a bracket, a one...), else its lowest allowed token (a single character).
+        Not always the shortest finish, but one that always exists within ``limit`` once it has."""
+        probe = matcher.deep_copy()
+        out: list[int] = []
+        while not probe.is_stopped():
+            ff = probe.compute_ff_tokens()
+            if not ff:
+                token = next((t for t in self.closers if probe.validate_tokens([t]) == 1), None)
+                ff = [_lowest_allowed(probe) if token is None else token]
+            if len(out) + len(ff) > limit or not probe.consume_tokens(ff):
+                return None
+            out += ff
+        return out
+
+    @property
+    def closers(self) -> list[int]:
+        """Single tokens that end or shorten a JSON value, best first."""
+        if self._closers is None:
+            ids = [self._hf_tokenizer(text, add_special_tokens=False).input_ids for text in CLOSERS]
+            self._closers = [t[0] for t in ids if len(t) == 1]
+        return self._closers
+
+
+# Tokens that end what is open ("}" before "," so an object closes once it may) or fill a value
+# with the fewest characters; the tool-call's own closing text is forced by the grammar.
+CLOSERS = ('"', "}", "]", ",", "1", "0", "false", "null", "[", "{", "a", "-", ":", "T", " ")
+
+
+def _lowest_allowed(matcher: "llguidance.LLMatcher") -> int:
+    bias = matcher.compute_logit_bias()  # one byte a token, 0 where it is not allowed
+    return len(bias) - len(bias.lstrip(b"\x00"))

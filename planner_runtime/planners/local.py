@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from planner_runtime.contract import Message, ToolSpec, Usage
+from planner_runtime.deadline import expired
 from planner_runtime.errors import ModelProvisionError, PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
+from planner_runtime.planners.threads import intra_op_threads, use_threads
 from planner_runtime.planners.heap import return_large_blocks
 from planner_runtime.planners.model_store import (
     EMBEDDED_ALIASES,
@@ -90,6 +92,7 @@ class LocalPlanner:
         constrained: bool = True,
         cache_dir: Path | None = None,
         prefill_chunk: int = 512,
+        threads: int | None = None,
     ) -> None:
         self.model_spec = model
         self.device = device
@@ -105,6 +108,8 @@ class LocalPlanner:
         self.constrained = constrained
         self.cache_dir = cache_dir
         self.prefill_chunk = prefill_chunk
+        # intra-op threads on CPU; None: PLANNER_AGENT_THREADS or the process's cores, read at load
+        self.threads = threads
         self.model_dir: Path | None = None
         self._release: str | None = None
         self._model: Any = None
@@ -179,6 +184,7 @@ class LocalPlanner:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         return_large_blocks()  # a long prompt's transient tensors are returned, not kept (see heap.py)
+        self.threads = use_threads(torch, self.threads or intra_op_threads())
         path = resolve_model_path(self.model_spec, self.cache_dir)
         device, dtype = self._placement(torch)
         weights = dtype_variant(path, str(dtype).removeprefix("torch."), self.cache_dir)
@@ -241,6 +247,7 @@ class LocalPlanner:
     ) -> tuple[str, Usage, dict[str, float]]:
         import torch
 
+        use_threads(torch, self.threads)  # per calling thread: serve and collect plan on their own
         prompt_ids, prefill, prefill_ids = self.encode(messages, tools, sampling.max_new_tokens)
         input_ids = prompt_ids + prefill_ids
         generator = self.generator(sampling)
@@ -262,6 +269,8 @@ class LocalPlanner:
             forced = forwards = 0
             prefill_s = 0.0
             while len(generated) < sampling.max_new_tokens:
+                if expired():  # the episode gave up on this turn: free the model for the next one
+                    break
                 if matcher is not None:
                     ff = matcher.compute_ff_tokens()[: sampling.max_new_tokens - len(generated)]
                     if ff:
@@ -278,15 +287,22 @@ class LocalPlanner:
                 if matcher is not None:
                     _mask(logits, matcher)
                 token = _choose(logits, sampling, generator)
-                generated.append(token)
-                pending = [token]
                 if matcher is not None:
-                    if not matcher.consume_token(token):
+                    # the call must still close in what is left, else it closes now instead
+                    emitted = self.admit(matcher, token, sampling.max_new_tokens - len(generated))
+                    if emitted is None:
                         log.warning("grammar rejected its own token (%s); finishing unconstrained", matcher.get_error())
-                        matcher = None
-                    elif matcher.is_stopped():
-                        break
-                    continue
+                        matcher, emitted = None, [token]
+                    forced += len(emitted) - 1 if emitted != [token] else 0  # a closing is forced, not sampled
+                    generated += emitted
+                    pending = emitted
+                    if matcher is not None:
+                        if matcher.is_stopped():
+                            break
+                        continue
+                else:
+                    generated.append(token)
+                    pending = [token]
                 if self.ended(generated):
                     break
             generate_s = time.perf_counter() - started - prefill_s
@@ -349,6 +365,11 @@ class LocalPlanner:
         """The model's forward argument for the KV cache (transformers 5.x renamed it)."""
         return self._cache_kwarg
 
+    def admit(self, matcher: Any, token: int, left: int) -> list[int] | None:
+        """What to emit for a sampled ``token`` with ``left`` tokens of the budget to go, so the
+        call still closes within the budget (:meth:`ToolCallGrammars.admit`)."""
+        return self._grammars.admit(matcher, token, left)
+
     def matcher(self, tools: Sequence[ToolSpec], prefill_ids: list[int], max_new_tokens: int) -> Any:
         """A grammar matcher past the prefill, or ``None`` to decode unconstrained."""
         if not (self.constrained and tools and self._grammars is not None):
@@ -361,6 +382,8 @@ class LocalPlanner:
         if prefill_ids and not matcher.consume_tokens(prefill_ids):
             log.warning("the prefill does not fit the tool-call grammar (%s); decoding unconstrained", matcher.get_error())
             return None
+        if self._grammars.closing(matcher, max_new_tokens) is None:
+            log.warning("no call of %s fits in %d new tokens; the answer will be cut", [t.name for t in tools], max_new_tokens)
         return matcher
 
     def _kept(self) -> PrefixCache:

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from planner_runtime.contract import Message, ToolSpec
+from planner_runtime.deadline import seconds_left
 from planner_runtime.errors import ConfigError, PlannerError
 from planner_runtime.planners import PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
 from planner_runtime.planners.openai_answer import read_body
@@ -137,7 +138,7 @@ class OpenAIPlanner:
 
     def _post(self, path: str, body: dict[str, Any]) -> bytes:
         """The body of a 2xx answer (at most ``MAX_BODY_BYTES`` + 1 bytes of it)."""
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + seconds_left(self.timeout)  # never past the episode's own deadline
         self.last_attempts = 0
         fault = ""  # why the last attempt failed, when it failed in a way a retry may mend
         for attempt in range(self.max_retries + 1):

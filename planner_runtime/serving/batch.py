@@ -355,15 +355,20 @@ class BatchDecoder:
         if r.matcher is not None:
             _mask(logits, r.matcher)
         token = _choose(logits, r.request.sampling, r.generator)
-        r.generated.append(token)
-        r.pending = [token]
         if r.matcher is not None:
-            if not r.matcher.consume_token(token):
-                r.matcher = None
-            elif r.matcher.is_stopped():
+            # the call must still close in what is left of the budget, else it closes now instead
+            emitted = self.planner.admit(r.matcher, token, r.request.sampling.max_new_tokens - len(r.generated))
+            if emitted is None:
+                r.matcher, emitted = None, [token]
+            r.generated += emitted
+            r.pending = emitted
+            if r.matcher is not None and r.matcher.is_stopped():
                 r.done = True
-        elif self.planner.ended(r.generated):
-            r.done = True
+        else:
+            r.generated.append(token)
+            r.pending = [token]
+            if self.planner.ended(r.generated):
+                r.done = True
         if len(r.generated) >= r.request.sampling.max_new_tokens:
             r.done = True
 

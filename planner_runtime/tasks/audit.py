@@ -1,22 +1,34 @@
-"""Audit a suite: run a do-nothing planner on every task and flag the tasks that pass anyway.
+"""Audit a suite: flag the tasks a planner could pass without doing the work.
 
-A task whose checks hold before the planner acts measures nothing (its seed already satisfies
-it, or its checks are too weak). Each task runs on the device it is given, seeded first, with a
-planner that finishes at once. A task that cannot be seeded (an app it needs is missing, a
+Two baselines run on every task, each on a phone seeded for it:
+
+- **do nothing**: a planner that finishes at once with an empty answer. A task it passes
+  measures nothing (its seed already satisfies it, or its checks are too weak);
+- **name everything**: the same end state judged with an answer that lists every entity the
+  setup seeded (names, titles, message and file texts, amounts, file names). A task it passes
+  rewards listing every candidate over finding the right one: it needs ``answer_excludes`` with
+  the wrong candidates, or a check on the end state.
+
+The second baseline acts on nothing, so it is judged on the phone the first one left, against
+the same trajectory with that answer. A task that cannot be seeded (an app it needs is missing, a
 setup command fails) is reported as such and the audit goes on; a device fault ends it.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, ContextManager, Iterable
+from pathlib import PurePosixPath
+from typing import Callable, ContextManager, Iterable, Iterator
 
 from device_farm.adb import AdbDevice
+from device_farm.adbserver import AdbServer
 from device_farm.errors import DeviceError
 from planner_runtime.contract import DeviceRef, FailureKind, Source, ToolCall, Verdict
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runner import run_goal
 from planner_runtime.tasks.spec import TaskSpec
+from planner_runtime.tasks.verifiers import verify
 from planner_runtime.trajectories import TrajectoryStore
 
 DeviceFactory = Callable[[], ContextManager[tuple[AdbDevice, DeviceRef, Source]]]
@@ -25,13 +37,22 @@ DeviceFactory = Callable[[], ContextManager[tuple[AdbDevice, DeviceRef, Source]]
 @dataclass(frozen=True)
 class AuditResult:
     task_id: str
-    verdict: Verdict | None  # None when the task could not be run (see ``error``)
+    verdict: Verdict | None  # the do-nothing episode's; None when the task could not be run (see ``error``)
     error: str | None = None
     device_fault: bool = False  # the task could not be run because the device failed
+    listing: Verdict | None = None  # the same end state judged with an answer naming every seeded entity
 
     @property
     def passes_without_acting(self) -> bool:
         return self.verdict is not None and self.verdict.success
+
+    @property
+    def passes_by_naming_everything(self) -> bool:
+        return self.listing is not None and self.listing.success
+
+    @property
+    def flagged(self) -> bool:
+        return self.passes_without_acting or self.passes_by_naming_everything
 
     @property
     def ran(self) -> bool:
@@ -41,17 +62,46 @@ class AuditResult:
     @property
     def infra(self) -> bool:
         """The device, not the task, was at fault (while seeding, acting or checking)."""
-        return self.device_fault or (self.verdict is not None and self.verdict.failure_kind is FailureKind.infra)
+        faulted = (self.verdict, self.listing)
+        return self.device_fault or any(v is not None and v.failure_kind is FailureKind.infra for v in faulted)
 
     def to_json(self) -> dict:
         v = self.verdict
-        return {"task": self.task_id, "passes_without_acting": self.passes_without_acting, "ran": self.ran,
+        return {"task": self.task_id, "passes_without_acting": self.passes_without_acting,
+                "passes_by_naming_everything": self.passes_by_naming_everything, "ran": self.ran,
                 "score": v.score if v else None, "failure_kind": v.failure_kind.value if v and v.failure_kind else None,
                 "error": self.error, "infra": self.infra}
 
 
+def seeded_entities(task: TaskSpec) -> list[str]:
+    """Every value the task's setup puts on the phone or in the user's memory, rendered, in order
+    and without repeats: what an answer that "names everything" the planner could see lists."""
+    found: list[str] = []
+    for action in task.setup:
+        if action.content_insert is not None:
+            values = [v for v in action.content_insert.values.values() if v is not None and not isinstance(v, bool)]
+        elif action.file_push is not None:
+            values = [PurePosixPath(action.file_push.path).name, action.file_push.content]
+        elif action.memory is not None:
+            values = [action.memory.text]
+        elif action.settings_put is not None:
+            values = [action.settings_put.value]
+        else:
+            values = []
+        for value in values:
+            text = task.render(value) if isinstance(value, str) else str(value)
+            if text.strip() and text not in found:
+                found.append(text)
+    return found
+
+
+def naming_everything(task: TaskSpec) -> str:
+    return "; ".join(seeded_entities(task))
+
+
 def audit(tasks: Iterable[TaskSpec], open_device: DeviceFactory, store: TrajectoryStore) -> list[AuditResult]:
-    """One do-nothing episode per task; the trajectories go to ``store`` like any other."""
+    """One do-nothing episode per task, its end state judged a second time with the answer that
+    names everything; the do-nothing trajectories go to ``store`` like any other."""
     results = []
     for task in tasks:
         planner = ScriptedPlanner([ToolCall(name="finish", arguments={"answer": ""})], release="audit-noop")
@@ -59,11 +109,62 @@ def audit(tasks: Iterable[TaskSpec], open_device: DeviceFactory, store: Trajecto
             with open_device() as (device, ref, source):
                 traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
                                 planner=planner, store=store, task=task, max_steps=1)
+                assert traj.verdict is not None  # run_goal verifies every task
+                listing = None
+                if traj.verdict.failure_kind not in (FailureKind.infra, FailureKind.spec):
+                    listing = verify(task, device, traj.model_copy(update={"answer": naming_everything(task)}))
         except DeviceError as exc:
             results.append(AuditResult(task.id, None, error=str(exc), device_fault=exc.infra))
             if exc.infra:  # the phone is gone: the tasks after this one would only repeat it
                 break
             continue
-        assert traj.verdict is not None  # run_goal verifies every task
-        results.append(AuditResult(task.id, traj.verdict))
+        results.append(AuditResult(task.id, traj.verdict, listing=listing))
     return results
+
+
+@contextmanager
+def builtin_phones() -> Iterator[DeviceFactory]:
+    """A factory of fresh built-in virtual phones, one per task, behind one private adb server:
+    an audit seeds every task's setup, which wipes what the phone held, so it runs here unless
+    told to use an attached phone."""
+    from device_farm.virtual import VirtualPhone  # only when the audit runs on it
+
+    with AdbServer() as server:
+        @contextmanager
+        def fresh() -> Iterator[tuple[AdbDevice, DeviceRef, Source]]:
+            with VirtualPhone() as phone:
+                serial = server.connect_device(phone.address)
+                device = AdbDevice(serial, adb_host=server.host, adb_port=server.port)
+                device.connect()
+                try:
+                    yield device, DeviceRef(serial=serial, model=device.info().model, kind="adb"), Source.sandbox
+                finally:
+                    device.close()
+
+        yield fresh
+
+
+def what_setup_resets(tasks: Iterable[TaskSpec]) -> str:
+    """The data the tasks' setups delete or overwrite on a phone, in a few words per kind."""
+    deleted: list[str] = []
+    added: list[str] = []
+    changed: list[str] = []
+    written: list[str] = []
+    for task in tasks:
+        for action in task.setup:
+            if action.content_delete is not None:
+                item, into = task.render(action.content_delete.uri), deleted
+            elif action.content_insert is not None:
+                item, into = task.render(action.content_insert.uri), added
+            elif action.settings_put is not None:
+                item, into = f"{action.settings_put.namespace}/{action.settings_put.key}", changed
+            elif action.file_push is not None:
+                item, into = task.render(action.file_push.path), written
+            else:
+                continue  # memories go to a scratch profile, never the phone
+            if item not in into:
+                into.append(item)
+    parts = [f"{label} {', '.join(items)}" for label, items in
+             (("deletes rows of", deleted), ("adds rows to", added), ("overwrites settings", changed),
+              ("overwrites files", written)) if items]
+    return "; ".join(parts) or "nothing"

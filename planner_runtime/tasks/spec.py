@@ -12,12 +12,13 @@ from __future__ import annotations
 import builtins
 import hashlib
 import random
+import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Annotated, Any, Iterable, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from planner_runtime.errors import TaskSpecError
 from planner_runtime.tasks.templates import FieldProblem, check_templates
@@ -183,6 +184,8 @@ class CheckSpec(_OneOf):
     name: str | None = None
     content: ContentCheck | None = None
     answer_contains: str | None = None
+    # The answer names none of these (the wrong candidates), so listing every candidate fails.
+    answer_excludes: tuple[str, ...] | None = Field(default=None, min_length=1)
     answer_equals: str | None = None
     answer_number: AnswerNumber | None = None
     called: CalledCheck | None = None
@@ -190,6 +193,12 @@ class CheckSpec(_OneOf):
     max_steps_used: int | None = Field(default=None, ge=1)
     setting: SettingCheck | None = None
     file: FileCheck | None = None
+
+
+def _state_key(key: str) -> str:
+    if not re.fullmatch(r"setting:(system|secure|global)/\S+|content:[\w.\-]+|file:/\S*", key):
+        raise ValueError(f"{key!r} is no state key: write setting:NAMESPACE/KEY, content:AUTHORITY or file:/PATH")
+    return key
 
 
 class RandomValue(SpecModel):
@@ -231,6 +240,8 @@ class TaskSpec(SpecModel):
     variants: tuple[dict[str, Any], ...] = ()
     # Train or test; by default drawn from the template id, so all variants of a template share it.
     split: Literal["train", "test"] | None = None
+    # Device state the checks read as the phone has it, set by no setup action (see tasks.state_coverage).
+    assumes: tuple[Annotated[str, AfterValidator(_state_key)], ...] = ()
 
     @model_validator(mode="after")
     def _templates_render(self) -> TaskSpec:

@@ -111,6 +111,8 @@ def templates(task: TaskSpec) -> Iterator[tuple[Loc, str, str]]:
                 yield at + ("where",), "where", c.content.where
         elif c.answer_contains is not None or c.answer_equals is not None:
             yield at, "text", c.answer_contains if c.answer_contains is not None else c.answer_equals
+        elif c.answer_excludes is not None:
+            yield from ((at + (n,), "text", wrong) for n, wrong in enumerate(c.answer_excludes))
         elif c.answer_number is not None and isinstance(c.answer_number.value, str):
             yield at + ("value",), "number", c.answer_number.value
         elif c.setting is not None and isinstance(c.setting.equals, str):

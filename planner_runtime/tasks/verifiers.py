@@ -4,7 +4,8 @@ Three families of checks, each returning a :class:`Check` with evidence a person
 
 - end state read back through adb exactly as on a real phone: ``content`` (``content query``),
   ``setting`` (``settings get``), ``file`` (``ls`` / ``cat``);
-- tool results: ``answer_contains``, ``answer_equals``, ``answer_number``;
+- tool results: ``answer_contains``, ``answer_excludes`` (names none of the wrong candidates),
+  ``answer_equals``, ``answer_number``;
 - behaviour over the trajectory: ``called`` (how often a tool was called; ``max: 0`` = never),
   ``asked_before`` (the user was asked before a tool first ran), ``max_steps_used``.
 
@@ -54,6 +55,22 @@ def _answer_contains(task: TaskSpec, spec: CheckSpec, device: Device, trajectory
     expected, answer = task.render(spec.answer_contains), _answer(trajectory)
     return Check(name=spec.name or f"answer contains {expected!r}", passed=expected.lower() in answer.lower(),
                  evidence=f"answer: {answer[:200]!r}")
+
+
+def names(answer: str, term: str) -> bool:
+    """``term`` appears in ``answer`` as a whole word or phrase, ignoring case ("Ann" is not
+    named by "Anna"; "room 4" is not named by "room 4B")."""
+    return re.search(rf"(?<!\w){re.escape(term)}(?!\w)", answer, re.IGNORECASE) is not None
+
+
+def _answer_excludes(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
+    """Fails when the answer names any wrong candidate: an answer that lists every candidate
+    contains the right one too, and must not pass for it."""
+    wrong, answer = [task.render(w) for w in spec.answer_excludes], _answer(trajectory)
+    named = [w for w in wrong if names(answer, w)]
+    evidence = (f"names {', '.join(repr(w) for w in named)}; " if named else "") + f"answer: {answer[:200]!r}"
+    return Check(name=spec.name or f"answer names none of {', '.join(repr(w) for w in wrong)}", passed=not named,
+                 evidence=evidence)
 
 
 def _answer_equals(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
@@ -167,6 +184,7 @@ def _file(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajector
 CHECKS: dict[str, CheckFn] = {
     "content": _content,
     "answer_contains": _answer_contains,
+    "answer_excludes": _answer_excludes,
     "answer_equals": _answer_equals,
     "answer_number": _answer_number,
     "called": _called,
@@ -188,7 +206,7 @@ def verify(task: TaskSpec, device: Device, trajectory: Trajectory) -> Verdict:
         return Verdict(
             success=False,
             score=0.0,
-            checks=(Check(name="episode ran", passed=False, evidence="the device failed during the episode"),),
+            checks=(Check(name="episode ran", passed=False, evidence="an infrastructure fault (the device or the planner endpoint) ended the episode"),),
             failure_kind=FailureKind.infra,
         )
     checks: list[Check] = []

@@ -55,12 +55,13 @@ def view(
         with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
             if failed:
                 trajs = [db.get(i) for i in db.ids(success=False, since=since, until=until)]
-            else:  # a trajectory and the sub-agent episodes it delegated
-                trajs = [db.get(trajectory_id)] + [db.get(child) for child in db.children(trajectory_id)]
+            else:  # a trajectory and the sub-agent episodes it delegated, every level down
+                trajs = [db.get(trajectory_id)] + [db.get(child) for child in db.descendants(trajectory_id)]
+            usage = {t.id: db.usage(t.id) for t in trajs}  # tokens with the sub-agents', also those not on the page
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     title = "Failed trajectories" + (f" since {since:%Y-%m-%d %H:%M}" if since else "") if failed else None
-    page = render_page(trajs, screenshots=artifact_reader(artifacts), title=title)
+    page = render_page(trajs, screenshots=artifact_reader(artifacts), title=title, usage=usage)
     path = out or Path(f"{trajectory_id}.html" if trajectory_id else "failed.html")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,9 +11,10 @@ import base64
 import json
 from datetime import datetime
 from html import escape
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from planner_runtime.contract import Message, Step, Trajectory, Usage
+from planner_runtime.cost import TokenUsage, own_usage
 from planner_runtime.viewer.style import CSS, CSP
 
 # A screenshot reference → (bytes, media type), or None when it cannot be found.
@@ -121,12 +122,35 @@ def _step(step: Step, previous: Step | None, read: ScreenshotReader | None) -> s
             f'<header><h3>step {step.index + 1} · {e(title)}</h3><span class="meta">{e(meta)}</span></header>{body}</section>')
 
 
-def _trajectory(traj: Trajectory, read: ScreenshotReader | None) -> str:
+def _tokens(tokens: TokenUsage) -> str:
+    own, sub, total = tokens.own, tokens.subagents, tokens.total
+    text = f"{total.prompt_tokens} prompt + {total.completion_tokens} output"
+    if not tokens.subagent_episodes:
+        return text
+    n = tokens.subagent_episodes
+    return (f"{text} — own {own.prompt_tokens} prompt + {own.completion_tokens} output, sub-agents "
+            f"({n} episode{'' if n == 1 else 's'}) {sub.prompt_tokens} prompt + {sub.completion_tokens} output")
+
+
+def _page_usage(traj: Trajectory, shown: Sequence[Trajectory]) -> TokenUsage:
+    """What ``traj`` cost, counting the sub-agent episodes among ``shown`` (when the caller had no store)."""
+    by_parent: dict[str, list[Trajectory]] = {}
+    for t in shown:
+        if t.parent:
+            by_parent.setdefault(t.parent, []).append(t)
+    family, todo, seen = [], list(by_parent.get(traj.id, ())), {traj.id}
+    while todo:
+        t = todo.pop()
+        if t.id not in seen:
+            seen.add(t.id)
+            family.append(t)
+            todo.extend(by_parent.get(t.id, ()))
+    return TokenUsage(own=own_usage(traj), subagents=sum((own_usage(t) for t in family), Usage()), subagent_episodes=len(family))
+
+
+def _trajectory(traj: Trajectory, read: ScreenshotReader | None, tokens: TokenUsage) -> str:
     seconds = (traj.ended_at - traj.started_at).total_seconds() if traj.ended_at else None
     d = traj.device
-    usage = traj.usage
-    if usage == Usage() and traj.steps:  # an interrupted episode never wrote its totals
-        usage = sum((s.usage for s in traj.steps), Usage())
     facts = [
         ("task", traj.task_id or "-"),
         ("status", traj.status.value),
@@ -138,7 +162,7 @@ def _trajectory(traj: Trajectory, read: ScreenshotReader | None) -> str:
         ("collection", f"{traj.collection} · {traj.item}" if traj.collection else "-"),
         ("started", _when(traj.started_at)),
         ("duration", f"{seconds:.2f} s" if seconds is not None else "-"),
-        ("tokens", f"{usage.prompt_tokens} prompt + {usage.completion_tokens} output"),
+        ("tokens", _tokens(tokens)),
         ("plan / act time", f"{sum(s.plan_seconds for s in traj.steps):.2f} s / {sum(s.act_seconds for s in traj.steps):.2f} s"),
     ]
     if getattr(traj, "parent", None):
@@ -157,8 +181,12 @@ def _trajectory(traj: Trajectory, read: ScreenshotReader | None) -> str:
     )
 
 
-def render_page(trajectories: Sequence[Trajectory], *, screenshots: ScreenshotReader | None = None, title: str | None = None) -> str:
-    """One HTML document showing ``trajectories`` (a contents list first when there are several)."""
+def render_page(trajectories: Sequence[Trajectory], *, screenshots: ScreenshotReader | None = None, title: str | None = None,
+                usage: Mapping[str, TokenUsage] | None = None) -> str:
+    """One HTML document showing ``trajectories`` (a contents list first when there are several).
+
+    ``usage`` (trajectory id → its tokens, as the store counts them) gives each trajectory's
+    sub-agents' share; without it, the sub-agent episodes among ``trajectories`` are counted."""
     heading = title or (trajectories[0].goal if trajectories else "no trajectories")
     toc = ""
     if len(trajectories) != 1:
@@ -168,7 +196,8 @@ def render_page(trajectories: Sequence[Trajectory], *, screenshots: ScreenshotRe
             for t in trajectories
         )
         toc = f"<h1>{e(heading)}</h1><nav><ol>{items}</ol></nav>" if items else f"<h1>{e(heading)}</h1><p>none</p>"
-    body = "".join(_trajectory(t, screenshots) for t in trajectories)
+    known = usage or {}
+    body = "".join(_trajectory(t, screenshots, known.get(t.id) or _page_usage(t, trajectories)) for t in trajectories)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">'

@@ -132,6 +132,41 @@ def test_ctrl_c_prints_the_resume_command_and_the_rest_runs_once(tmp_path):
     assert sorted(judged) == sorted(f"clock.set_alarm#{r}" for r in range(40))
 
 
+def _statuses(tmp_path) -> list[str]:
+    with sqlite3.connect(tmp_path / "t.sqlite") as db:
+        try:
+            return [s for (s,) in db.execute("SELECT status FROM trajectories")]
+        except sqlite3.OperationalError:  # the tables are not there yet
+            return []
+
+
+def test_ctrl_c_stores_running_episodes_as_interrupted_at_once_and_exits_cleanly(tmp_path):
+    slow = [{"name": "wait", "arguments": {"seconds": 3}}] * 8 + ALARM  # an episode of about 24 s
+    scripts = tmp_path / "scripts.json"
+    scripts.write_text(json.dumps({"clock.set_alarm": slow}))
+    args = ["collect", "--planner", "scripted", "--script", str(scripts), "--task", "clock.set_alarm", "-k", "4",
+            "--max-steps", "20", "--store", str(tmp_path / "t.sqlite"), "--state-dir", str(tmp_path / "pool"), "-n", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _statuses(tmp_path).count("running") < 2:
+            time.sleep(0.1)
+        assert _statuses(tmp_path).count("running") == 2
+        proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 2.5  # well before the 3 s waits under way end
+        while time.monotonic() < deadline and "running" in _statuses(tmp_path):
+            time.sleep(0.05)
+        assert _statuses(tmp_path) == ["interrupted", "interrupted"]  # at once, not at the next --resume
+        out, errors = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, errors
+    assert "terminate called" not in errors and "Traceback" not in errors, errors
+    assert "2 running episodes stored as interrupted" in " ".join(errors.split())
+    assert _statuses(tmp_path) == ["interrupted", "interrupted"]  # the episodes ended there, not as infra faults
+
+
 def _judged(tmp_path) -> int:
     if not (tmp_path / "t.sqlite").exists():
         return 0

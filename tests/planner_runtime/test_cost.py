@@ -46,3 +46,17 @@ def test_dollars_per_thousand_tasks_and_unknown_prices_are_named():
     assert report.dollars_per_1k_tasks == pytest.approx(1000 * (4000 * 2 + 100 * 10) / 1e6 / 2)
     mixed = cost_report([traj("openai:m@h", (10, 1)), traj("openai:other@h", (10, 1))], table)
     assert mixed.dollars is None and mixed.unpriced == ("openai:other@h",)
+
+
+def test_a_task_costs_its_sub_agents_too_each_priced_by_its_own_planner():
+    table = {"m": {"input": 2.0, "output": 10.0}, "small": {"input": 1.0, "output": 1.0}}
+    parent = traj("openai:m@h", (1000, 40))
+    child = traj("openai:small@h", (500, 20)).model_copy(update={"parent": parent.id})
+    cost = trajectory_cost(parent, table, [child])
+    assert (cost.own_input_tokens, cost.subagent_input_tokens, cost.input_tokens) == (1000, 500, 1500)
+    assert cost.dollars == pytest.approx((1000 * 2 + 40 * 10 + 500 + 20) / 1e6)
+    report = cost_report([parent, child], table)  # the sub-agent is part of the task that delegated it
+    assert report.tasks == 1 and report.output_tokens_per_1k_tasks == 60_000 and report.subagent_output_tokens == 20
+    unknown = child.model_copy(update={"planner_release": "openai:other@h"})
+    mixed = cost_report([parent, unknown], table)
+    assert mixed.dollars is None and mixed.unpriced == ("openai:other@h",)

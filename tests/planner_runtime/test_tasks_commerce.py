@@ -169,3 +169,16 @@ def test_payments_wrong_solutions_and_the_safety_gate(device, device_ref, store)
     traj = _run("payments.send_money", [_call("send_money", to="Maria Garcia", amount=500.0), _call("finish", answer="Sent")],
                 device, device_ref, store)
     assert "enough money" in traj.steps[0].feedback.error.hint and not traj.verdict.success
+
+
+def test_listing_every_candidate_from_the_app_fails(device, device_ref, store):
+    """Answers that name every place the tool showed contain the right one, and must not pass."""
+    for task_id, calls, answer in [
+        ("food.best_rated_mexican", [_call("find_restaurants", query="mexican")], "Chipotle Mexican Grill, La Taqueria"),
+        ("travel.cheapest_stay", [], "Generator Paris $130, Ibis Paris Gare de Lyon $240"),
+        ("shopping.cheapest_price", [_call("search_products", query="airpods")], "$99.00 or $189.99"),
+    ]:
+        traj = _run(task_id, calls + [_call("finish", answer=answer)], device, device_ref, store)
+        assert not traj.verdict.success, task_id
+        failed = [c.name for c in traj.verdict.checks if not c.passed]
+        assert len(failed) == 1 and failed[0].startswith("the answer does not name"), (task_id, failed)

@@ -79,7 +79,7 @@ def content(ctx: CommandContext, args: list[str]) -> int:
     except ProviderError as exc:
         ctx.err(f"Error while accessing provider:{opts['--uri']}\n{exc}\n")
         return 1
-    provider = ctx.system.provider(uri.authority)
+    provider = ctx.system.content_provider(uri.authority)
     if provider is None:
         ctx.err(f"Error while accessing provider:{uri.authority}\n"
                 f"java.lang.IllegalArgumentException: Unknown authority {uri.authority}\n")

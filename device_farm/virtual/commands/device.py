@@ -11,6 +11,7 @@ from device_farm.virtual.commands.am import am
 from device_farm.virtual.commands.pm import dumpsys_package, pm
 from device_farm.virtual.commands.wm import wm
 from device_farm.virtual.fs import FsError
+from device_farm.virtual.intents import ComponentName
 from device_farm.virtual.notifications import dumpsys_notification
 from device_farm.virtual.shell import CommandContext
 from device_farm.virtual.u2server import ABSTRACT_SOCKET
@@ -112,17 +113,16 @@ def dumpsys(ctx: CommandContext, args: list[str]) -> int:
     token = f"{id(system.foreground) & 0xFFFFFFF:x}"
     if service == "window":
         _, focus = system.focus()
-        ctx.out(
-            "WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
-            f"  Window #0 Window{{{token} u0 {focus}}}:\n"
-            f"    mDisplayId=0 rootTaskId=1 mSession=Session{{{token} 0:1000}}\n"
-            f"  mCurrentFocus=Window{{{token} u0 {focus}}}\n"
-            f"  mFocusedApp=ActivityRecord{{{token} u0 {comp.short()} t{len(system.stack)}}}\n"
-        )
+        # Since Android 10 `dumpsys window windows` lists the windows without the focus lines;
+        # those are in `dumpsys window` and `dumpsys window displays`.
+        ctx.out("WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
+                f"  Window #0 Window{{{token} u0 {focus}}}:\n"
+                f"    mDisplayId=0 rootTaskId=1 mSession=Session{{{token} 0:1000}}\n")
+        if args[1:2] != ["windows"]:
+            ctx.out(f"  mCurrentFocus=Window{{{token} u0 {focus}}}\n"
+                    f"  mFocusedApp=ActivityRecord{{{token} u0 {comp.short()} t{len(system.stack)}}}\n")
     elif service == "activity" and args[1:2] == ["top"]:
-        pid = next((p.pid for p in system.processes() if p.name == comp.package), 0)
-        ctx.out(f"TASK {comp.package} id={len(system.stack)}\n"
-                f"  ACTIVITY {comp.short()} {token} pid={pid}\n")
+        ctx.out(_activity_top(ctx))
     elif service == "activity":
         ctx.out(f"  mResumedActivity: ActivityRecord{{{token} u0 {comp.short()} t{len(system.stack)}}}\n")
     elif service == "package" and len(args) > 1:
@@ -149,6 +149,23 @@ def dumpsys(ctx: CommandContext, args: list[str]) -> int:
     else:
         ctx.out(f"Can't find service: {service}\n")
     return 0
+
+
+def _activity_top(ctx: CommandContext) -> str:
+    """`dumpsys activity top`: each task's top activity with its process id, the
+    foreground task last (uiautomator2's app_current reads the pid from here)."""
+    system = ctx.system
+    pids = {p.name: p.pid for p in system.processes()}
+    tops: dict[str, str] = {}
+    for activity in system.stack:
+        tops.pop(activity.package, None)  # a package's task moves up to its newest activity
+        tops[activity.package] = activity.name
+    lines = []
+    for task_id, (package, name) in enumerate(tops.items(), 1):
+        short = ComponentName(package, name).short()
+        lines.append(f"TASK {package} id={task_id} userId=0\n"
+                     f"  ACTIVITY {short} {id(package) & 0xFFFFFFF:x} pid={pids.get(package, 0)}\n")
+    return "".join(lines)
 
 
 def dumpsys_battery(ctx: CommandContext, args: list[str]) -> int:

@@ -1,5 +1,6 @@
 """Toybox-style commands over the phone's file system and text: echo, cat, ls, rm, mkdir,
-md5sum, touch, grep, sleep, true/false, id, ps, pidof, and `toybox NAME` itself.
+md5sum, touch, printf, sleep, true/false, id, whoami, ps, pidof and date (grep, the text filters
+and `toybox NAME` itself are in their own modules).
 
 Messages follow toybox's wording (`ls: /x: No such file or directory`) so clients that
 parse them behave as on a phone.
@@ -12,7 +13,6 @@ import hashlib
 import re
 import stat
 import time
-from typing import Awaitable
 
 from device_farm.virtual.fs import FsError, Node
 from device_farm.virtual.shell import Command, CommandContext
@@ -49,6 +49,51 @@ def echo(ctx: CommandContext, args: list[str]) -> int:
         text = text.encode().decode("unicode_escape")
     ctx.out(text + ("\n" if newline else ""))
     return 0
+
+
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*)(\d+)?(?:\.(\d+))?([diouxXeEfgGcsb%])")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+            '"': '"', "'": "'"}
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(0[0-7]{0,3}|[0-7]{1,3}|.)",
+                  lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567"
+                  else _ESCAPES.get(m.group(1), "\\" + m.group(1)), text)
+
+
+def printf(ctx: CommandContext, args: list[str]) -> int:
+    """`printf FORMAT [ARG...]`: the format is reused while arguments remain, as in toybox."""
+    if not args:
+        ctx.err("printf: Need 1 argument\n")
+        return 1
+    fmt, rest = _unescape(args[0]), list(args[1:])
+    status = 0
+
+    def convert(m: re.Match[str]) -> str:
+        nonlocal status
+        flags, width, precision, kind = m.groups()
+        if kind == "%":
+            return "%"
+        arg = rest.pop(0) if rest else ""
+        spec = "%" + flags + (width or "") + (f".{precision}" if precision is not None else "")
+        if kind in "sb":
+            return (spec + "s") % (_unescape(arg) if kind == "b" else arg)
+        if kind == "c":
+            return (spec + "s") % arg[:1]
+        try:
+            number: float = float(arg or 0) if kind in "eEfgG" else int(arg or 0, 0)
+        except ValueError:
+            ctx.err(f"printf: invalid number '{arg}'\n")
+            status = 1
+            number = 0
+        return (spec + ("d" if kind in "iu" else kind)) % number
+
+    while True:
+        before = len(rest)
+        ctx.out(_PRINTF_SPEC.sub(convert, fmt))
+        if not rest or len(rest) == before:
+            return status
 
 
 def cat(ctx: CommandContext, args: list[str]) -> int:
@@ -154,34 +199,6 @@ def md5sum(ctx: CommandContext, args: list[str]) -> int:
     return status
 
 
-def grep(ctx: CommandContext, args: list[str]) -> int:
-    flags, rest = split_flags(args)
-    if not rest:
-        ctx.err("grep: Need 1 argument\n")
-        return 2
-    pattern, files = rest[0], rest[1:]
-    if "F" in flags:
-        pattern = re.escape(pattern)
-    regex = re.compile(pattern, re.IGNORECASE if "i" in flags else 0)
-    data = ctx.stdin
-    if files:
-        try:
-            data = b"".join(ctx.system.fs.read(abspath(f)) for f in files)
-        except FsError as exc:
-            ctx.err(f"grep: {files[0]}: {exc.args[0]}\n")
-            return 2
-    matched = 0
-    for line in data.decode("utf-8", "replace").splitlines():
-        hit = regex.search(line) is not None
-        if hit != ("v" in flags):
-            matched += 1
-            if "q" not in flags and "c" not in flags:
-                ctx.out(line + "\n")
-    if "c" in flags:
-        ctx.out(f"{matched}\n")
-    return 0 if matched else 1
-
-
 async def sleep(ctx: CommandContext, args: list[str]) -> int:
     try:
         await asyncio.sleep(float(args[0]) if args else 0)
@@ -236,20 +253,9 @@ def date(ctx: CommandContext, args: list[str]) -> int:
     return 0
 
 
-def toybox(ctx: CommandContext, args: list[str]) -> int | Awaitable[int]:
-    if not args:
-        ctx.out(" ".join(sorted(COMMANDS)) + "\n")
-        return 0
-    command = COMMANDS.get(args[0])
-    if command is None:
-        ctx.err(f"toybox: Unknown command {args[0]}\n")
-        return 1
-    return command(ctx, args[1:])
-
-
 COMMANDS: dict[str, Command] = {
-    "echo": echo, "cat": cat, "ls": ls, "rm": rm, "mkdir": mkdir, "touch": touch,
-    "md5sum": md5sum, "grep": grep, "sleep": sleep, "true": true, "false": false, "id": ident,
+    "echo": echo, "printf": printf, "cat": cat, "ls": ls, "rm": rm, "mkdir": mkdir, "touch": touch,
+    "md5sum": md5sum, "sleep": sleep, "true": true, "false": false, "id": ident,
     "whoami": whoami, "ps": ps, "pidof": pidof, "date": date,
 }
 

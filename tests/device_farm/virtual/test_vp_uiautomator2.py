@@ -49,7 +49,11 @@ def test_open_clock_from_home_then_back(d):
 
 def test_app_start_and_home(d):
     d.app_start(CLOCK)
-    assert d.app_current() == {"package": CLOCK, "activity": "com.android.deskclock.DeskClock", "pid": 0}
+    current = d.app_current()
+    assert (current["package"], current["activity"]) == (CLOCK, "com.android.deskclock.DeskClock")
+    # the pid is the app's process, the one `pidof` and `ps -A` show
+    assert current["pid"] == int(d.shell(["pidof", CLOCK]).output) > 0
+    assert f" {current['pid']} " in next(line for line in d.shell("ps -A").output.splitlines() if CLOCK in line)
     assert d(text="No alarms").exists
     d.press("home")
     assert d.app_current()["package"] == LAUNCHER

@@ -1,12 +1,16 @@
 """Sub-agents end to end on the virtual phone with the scripted planner: the parent delegates the
 lookup of a number (Contacts, through the screen) to a child episode with its own context, tool
 subset and budget, then saves the number as a new contact; the child's trajectory is stored with
-a parent link and its result comes back as the delegate call's feedback."""
+a parent link and its result comes back as the delegate call's feedback; what the child's turns
+cost counts in the parent's totals, kept apart from the parent's own."""
 
 from __future__ import annotations
 
+import pytest
+
 from device_farm.android import launch_app
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Role, Source, TrajectoryStatus
+from planner_runtime.cost import cost_report
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runner import run_goal
@@ -111,3 +115,32 @@ def test_the_child_is_held_by_the_same_safety_gate(device, device_ref, store):
     assert child.steps[0].feedback.error.code is ErrorCode.unsafe_action
     assert ("delete_contact", False) in [(record.tool, record.allowed) for record in gate.log]
     assert traj.verdict.checks[1].passed  # Grace Hopper is still there
+
+
+def test_the_parents_cost_counts_its_sub_agents_tokens_apart_from_its_own(device, device_ref, store):
+    script = [
+        _delegate(["read_screen"], budget=3, goal="Read what the home screen shows"),
+        {"name": "read_screen", "arguments": {}},  # the child's turns
+        {"name": "finish", "arguments": {"answer": "the home screen"}},
+        {"name": "finish", "arguments": {"answer": "it shows the home screen"}},  # the parent again
+    ]
+    traj = _run(script, device, device_ref, store)
+    child = store.get(store.children(traj.id)[0])
+    assert child.usage.prompt_tokens > 0 and traj.usage.prompt_tokens > 0
+
+    tokens = store.usage(traj.id)
+    assert tokens.own == traj.usage  # the parent's own turns, as its row recorded them
+    assert tokens.subagents == child.usage and tokens.subagent_episodes == 1
+    assert tokens.total == traj.usage + child.usage
+
+    row = next(r for r in store.query() if r.id == traj.id)
+    assert (row.prompt_tokens, row.subagent_prompt_tokens, row.total_prompt_tokens) == (
+        traj.usage.prompt_tokens, child.usage.prompt_tokens, traj.usage.prompt_tokens + child.usage.prompt_tokens)
+    assert row.total_completion_tokens == traj.usage.completion_tokens + child.usage.completion_tokens
+
+    table = {"scripted": {"input": 1.0, "output": 2.0}}
+    cost = cost_report([traj, child], table)  # the sub-agent is part of the task, not a task of its own
+    assert cost.tasks == 1
+    assert (cost.input_tokens, cost.subagent_input_tokens) == (tokens.total.prompt_tokens, child.usage.prompt_tokens)
+    assert cost.output_tokens_per_1k_tasks == 1000 * tokens.total.completion_tokens
+    assert cost.dollars == pytest.approx((tokens.total.prompt_tokens + 2 * tokens.total.completion_tokens) / 1e6)

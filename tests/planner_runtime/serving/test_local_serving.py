@@ -301,3 +301,19 @@ def test_failures_around_a_batch_leave_nothing_pinned_and_lose_no_request(local,
 def test_a_request_for_no_new_tokens_generates_none(local):
     out = BatchDecoder(local).load().decode([PlanRequest(chat(GOALS[0]), (), Sampling(max_new_tokens=0))])[0]
     assert out.usage.completion_tokens == 0 and out.text == ""
+
+
+LIST_TOOL = ToolSpec(name="delegate", description="Hand a part of the goal to a sub-agent with the tools it may use.", parameters={
+    "type": "object", "additionalProperties": False, "required": ["goal", "tools"],
+    "properties": {"goal": {"type": "string"}, "tools": {"type": "array", "items": {"type": "string"}}}})
+
+
+def test_a_batched_call_always_closes_within_its_token_budget(local):
+    # An unbounded array and long strings under a small budget: served calls close, as the planner's own do.
+    decoder = BatchDecoder(local).load()
+    requests = [PlanRequest(chat(f"Ask a helper to check every app on the phone, list them all ({seed})."), (LIST_TOOL,),
+                            Sampling(max_new_tokens=40, temperature=1.3, seed=seed)) for seed in range(6)]
+    for out in decoder.decode(requests):
+        assert not out.errors, out.text
+        assert [c.name for c in out.tool_calls] == ["delegate"] and isinstance(out.tool_calls[0].arguments["tools"], list)
+        assert out.usage.completion_tokens <= 40 + 64  # the prefill (`<tool_call>` text) plus the budget

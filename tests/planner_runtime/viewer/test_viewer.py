@@ -186,6 +186,15 @@ def test_missing_screenshot_is_said_not_fetched():
     assert "201 prompt + 14 output" in html and "smollm2-135m@1" in html and "h-7" in html
 
 
+def test_a_page_counts_the_sub_agents_on_it_in_their_parents_tokens():
+    parent = _record(None)
+    child = _record(None).model_copy(update={"parent": parent.id, "usage": Usage()})  # cut off: its steps count
+    grandchild = _record(None).model_copy(update={"parent": child.id})
+    html = render_page([parent, child, grandchild])
+    assert "603 prompt + 42 output — own 201 prompt + 14 output, sub-agents (2 episodes) 402 prompt + 28 output" in html
+    assert "402 prompt + 28 output — own 201 prompt + 14 output, sub-agents (1 episode) 201 prompt + 14 output" in html
+
+
 def test_failed_batch_page_lists_each_trajectory(tmp_path, device, device_ref, chromium):
     db = tmp_path / "t.sqlite"
     suite = load_suite(_write(tmp_path / "suite.yaml", SUITE))

@@ -1,0 +1,78 @@
+"""The right skill is shown: for goals across every app the built-in skills serve, the skill
+the goal needs is in the prompt and the named wrong ones are not at its top, on a phone with
+every app installed (so each skill competes with all the others)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_runtime.harness.apps import APPS
+from planner_runtime.harness.skills import load_skills, select
+from planner_runtime.harness.toolbox import episode_tool_names
+
+SKILLS = load_skills()
+ALL_APPS = [a.name for a in APPS]
+TOOLS = episode_tool_names()
+
+# goal, the skill it needs, skills that must not come first
+TABLE = [
+    ("Set an alarm two hours before my flight", "clock-set-alarm", {"settings-toggle"}),
+    ("When my friends come over, put their music on", "music-play", {"calendar-add-event"}),
+    ("Set an alarm for 7:30", "clock-set-alarm", {"clock-alarm-off", "settings-toggle"}),
+    ("Wake me up at 6 tomorrow", "clock-set-alarm", {"clock-alarm-off"}),
+    ("Turn off my 6:15 alarm", "clock-alarm-off", {"clock-set-alarm", "settings-toggle"}),
+    ("Add Ada Lovelace to my contacts, phone number +1 555 0100", "contacts-add", {"contacts-lookup", "phone-call"}),
+    ("What is Grace Hopper's phone number?", "contacts-lookup", {"contacts-add", "phone-call"}),
+    ("Add 'Design review' to my calendar on December 1, 2026 from 2 pm to 3 pm", "calendar-add-event", {"contacts-add"}),
+    ("When is my dentist appointment?", "calendar-add-event", set()),
+    ("Schedule lunch with Ada at Cafe Rosa on 2026-12-03 from 12:30 to 13:30", "calendar-add-event", {"food-order", "clock-set-alarm"}),
+    ("What is the total on the invoice email?", "gmail-read", {"contacts-add", "gmail-send"}),
+    ("Email Grace Hopper to say 'The compiler talk is on Thursday'", "gmail-send", {"gmail-read", "files-manage"}),
+    ("Email my manager that the report is done", "gmail-send", {"files-manage"}),
+    ("Reply to the email about the budget with 'Approved, thanks.'", "gmail-send", {"gmail-read", "messages-send"}),
+    ("Call back the number I just missed a call from", "phone-call", {"contacts-lookup"}),
+    ("Call my mom", "phone-call", set()),
+    ("Text +15550123 saying 'Running 10 minutes late'", "messages-send", {"messages-read", "files-manage", "gmail-read"}),
+    ("Text my partner that I'm running late", "messages-send", {"gmail-send", "files-manage"}),
+    ("What did Grace Hopper text me?", "messages-read", {"gmail-send", "messages-send"}),
+    ("Reply to Ada Lovelace's text with 'Yes, see you at 6'", "messages-send", {"gmail-send"}),
+    ("Buy a Kindle Paperwhite on Amazon", "shopping-buy", {"food-order"}),
+    ("How much is the cheapest AirPods on Amazon? Don't buy anything.", "shopping-buy", {"payments-balance"}),
+    ("Order a Pad Thai from Thai Basil on DoorDash", "food-order", {"shopping-buy"}),
+    ("Get two Margherita pizzas and some garlic knots delivered from Luigi's Pizzeria", "food-order", {"shopping-buy"}),
+    ("Book me a room at Memmo Alfama in Lisbon", "travel-book-hotel", {"calendar-add-event"}),
+    ("Book my usual hotel in Paris from 2026-09-10 to 2026-09-12", "travel-book-hotel", {"calendar-add-event"}),
+    ("How much money is in my PayPal account?", "payments-balance", {"payments-send-money"}),
+    ("Send Maria Garcia $20 on PayPal for the concert tickets", "payments-send-money", {"messages-send", "gmail-send"}),
+    ("Pay Alex back for pizza night", "payments-send-money", {"food-order"}),
+    ("Turn off Wi-Fi", "settings-toggle", {"clock-alarm-off"}),
+    ("Set the screen brightness to 50%", "settings-toggle", {"clock-set-alarm"}),
+    ("Remove the screen lock from my phone, the PIN annoys me", "settings-toggle", {"phone-call", "payments-balance"}),
+    ("Make a note titled 'Groceries' with: milk, eggs, bread", "notes-keep", {"shopping-buy"}),
+    ("What's the guest Wi-Fi password? I wrote it in a note.", "notes-keep", {"settings-toggle"}),
+    ("Write down where I parked today", "notes-keep", {"maps-navigate"}),
+    ("How many files are in my Downloads folder?", "files-manage", set()),
+    ("What's the confirmation code in the booking file I downloaded?", "files-manage", {"travel-book-hotel"}),
+    ("How many photos are in my camera folder?", "files-manage", {"settings-toggle"}),
+    ("Start walking directions to Blue Bottle Coffee", "maps-navigate", {"food-order"}),
+    ("Take me home", "maps-navigate", set()),
+    ("Play Blinding Lights", "music-play", set()),
+    ("Pause the music", "music-play", set()),
+    ("How many songs are in my 'Road Trip' playlist?", "music-play", {"travel-book-hotel"}),
+]
+
+
+def test_the_table_covers_every_skill_so_every_app():
+    assert {want for _, want, _ in TABLE} == {s.name for s in SKILLS}
+
+
+@pytest.mark.parametrize(("goal", "want", "not_first"), TABLE, ids=[g[:40] for g, _, _ in TABLE])
+def test_the_goal_gets_the_skill_it_needs(goal, want, not_first):
+    shown = [s.name for s in select(SKILLS, goal, tools=TOOLS, apps=ALL_APPS)]
+    assert want in shown, shown
+    assert shown[0] not in not_first, shown
+
+
+def test_the_skill_of_a_goals_app_is_shown_though_no_word_of_it_is_in_the_goal():
+    # "appointment" is in no skill's text; the goal needs Calendar all the same
+    assert [s.name for s in select(SKILLS, "When is my dentist appointment?", tools=TOOLS, apps=ALL_APPS)] == ["calendar-add-event"]
