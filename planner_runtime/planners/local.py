@@ -5,8 +5,9 @@ model directory, ``.safetensors`` or ``.gguf`` file also works. The model never 
 loaded in eval mode with every parameter frozen and runs under ``torch.inference_mode``.
 
 Decoding is a small loop of its own rather than ``generate``: it stops on ``</tool_call>`` as
-well as the end-of-turn token, and it keeps the KV cache of the previous call so that the
-unchanged start of the next prompt (system prompt, tools, earlier turns) is not computed again.
+well as the end-of-turn token, and it keeps the KV caches of recent calls, one per conversation
+(:mod:`prefix_cache`), so that the unchanged start of each conversation's next prompt (system
+prompt, tools, earlier turns) is not computed again, however the callers' turns interleave.
 By default the answer is constrained by a grammar (:mod:`grammar`) to one call of an offered tool
 with arguments that match its schema; tokens the grammar forces are appended without sampling
 and fed to the model together, so a call costs a forward pass per real choice, not per token.
@@ -41,6 +42,7 @@ from planner_runtime.planners.model_store import (
     quiet_progress_bars,
     resolve_model_path,
 )
+from planner_runtime.planners.prefix_cache import PrefixCache, shared_length  # noqa: F401 - serving reads it here
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
 from planner_runtime.serving.attention import install
 
@@ -86,6 +88,7 @@ class LocalPlanner:
         max_string_chars: int | None = 160,
         prefill_tool_call: bool = True,
         reuse_prefix_cache: bool = True,
+        prefix_slots: int = 8,
         constrained: bool = True,
         cache_dir: Path | None = None,
         prefill_chunk: int = 512,
@@ -100,6 +103,8 @@ class LocalPlanner:
         self.max_string_chars = max_string_chars
         self.prefill_tool_call = prefill_tool_call
         self.reuse_prefix_cache = reuse_prefix_cache
+        # conversations whose prompt KV is kept (collection interleaves one episode per worker)
+        self.prefix_slots = prefix_slots
         self.constrained = constrained
         self.cache_dir = cache_dir
         self.prefill_chunk = prefill_chunk
@@ -110,8 +115,7 @@ class LocalPlanner:
         self._model: Any = None
         self._tokenizer: Any = None
         self._end_ids: frozenset[int] = frozenset()
-        self._kv: Any = None
-        self._kv_ids: list[int] = []
+        self._prefixes: PrefixCache | None = None
         self._cache_kwarg = "past_key_values"
         self._grammars: ToolCallGrammars | None = None
         self.last_reused_tokens = 0  # prompt tokens the last plan() took from the KV cache
@@ -170,8 +174,7 @@ class LocalPlanner:
     def close(self) -> None:
         """Drop the model and its cache so the memory can be reclaimed."""
         with self._lock:
-            self._model = self._tokenizer = self._kv = self._grammars = None
-            self._kv_ids = []
+            self._model = self._tokenizer = self._prefixes = self._grammars = None
 
     def _load_locked(self) -> float:
         if self._model is not None:
@@ -253,8 +256,12 @@ class LocalPlanner:
         grammar_s = time.perf_counter() - started
 
         with torch.inference_mode():
-            cache, reused = self._prefix_cache(input_ids)
-            reserve(cache, len(input_ids) + sampling.max_new_tokens)
+            room = len(input_ids) + sampling.max_new_tokens
+            if self.reuse_prefix_cache:
+                cache, reused = self._kept().take(input_ids, room)
+            else:
+                cache, reused = growing_cache(self._model.config), 0
+            reserve(cache, room)
             self.last_reused_tokens = reused
             started = time.perf_counter()
             pending = input_ids[reused:]
@@ -301,7 +308,8 @@ class LocalPlanner:
             generate_s = time.perf_counter() - started - prefill_s
             # Tokens still pending were never fed (the last sampled one, forced ones at the end).
             fed = (input_ids + generated)[: cache.get_seq_length()]
-        self._kv, self._kv_ids = (cache, fed) if self.reuse_prefix_cache else (None, [])
+        if self.reuse_prefix_cache:
+            self._kept().put(cache, fed, prompt=len(input_ids))
         self.last_forced_tokens, self.last_forward_passes = forced, forwards
 
         text = self.answer(prefill, generated)
@@ -378,16 +386,12 @@ class LocalPlanner:
             log.warning("no call of %s fits in %d new tokens; the answer will be cut", [t.name for t in tools], max_new_tokens)
         return matcher
 
-    def _prefix_cache(self, input_ids: list[int]) -> tuple[Any, int]:
-        """A KV cache holding the longest reusable prefix of ``input_ids``, and its length."""
-        reused = 0
-        if self.reuse_prefix_cache and self._kv is not None:
-            reused = min(shared_length(self._kv_ids, input_ids), len(input_ids) - 1)  # one token must run to give logits
-        if reused > 0:
-            cut(self._kv, reused)
-            return self._kv, reused
-        self._kv, self._kv_ids = None, []
-        return growing_cache(self._model.config), 0
+    def _kept(self) -> PrefixCache:
+        """The kept prompt KV, made on first use (its empty caches need the loaded model's config)."""
+        if self._prefixes is None:
+            config = self._model.config
+            self._prefixes = PrefixCache(lambda: growing_cache(config), slots=self.prefix_slots)
+        return self._prefixes
 
     def _forward(self, ids: list[int], cache: Any) -> "torch.Tensor":
         """Logits after ``ids``; a long run of ids goes in chunks, so attention scores and
@@ -436,23 +440,6 @@ def native_bfloat16(torch: Any) -> bool:
     cpu = getattr(torch, "cpu", None)
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
-
-
-def shared_length(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many tokens ``a`` and ``b`` share from the start."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def cut(cache: Any, tokens: int) -> None:
-    """Keep the first ``tokens`` positions of ``cache``."""
-    surplus = cache.get_seq_length() - tokens
-    if surplus > 0:
-        cache.crop(-surplus)  # negative: remove from the end, in every 5.x release
 
 
 def reserve(cache: Any, tokens: int) -> None:
@@ -522,6 +509,10 @@ def _growing_layer_class() -> type:
 
         def get_seq_length(self) -> int:
             return self._n
+
+        def nbytes(self) -> int:
+            """Bytes of the buffers, reserved room included."""
+            return 0 if self._kbuf is None else self._kbuf.nbytes + self._vbuf.nbytes
 
         def crop(self, tokens_to_remove: int) -> None:
             if tokens_to_remove > 0:
