@@ -54,7 +54,7 @@ def read_answer(payload: Any) -> PlannerOutput:
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     usage_raw = payload.get("usage") if isinstance(payload, dict) and isinstance(payload.get("usage"), dict) else {}
     usage = Usage(prompt_tokens=_count(usage_raw.get("prompt_tokens")), completion_tokens=_count(usage_raw.get("completion_tokens")))
-    content = _text_of(message.get("content"))
+    content = text_of(message.get("content"))
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
         content = f"<think>{reasoning}</think>" + content
@@ -83,7 +83,8 @@ def _failed(hint: str, usage: Usage = Usage()) -> PlannerOutput:
     return PlannerOutput(text="", errors=(ToolError(code=ErrorCode.malformed_output, hint=hint),), usage=usage)
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """The text of a message's ``content``: a string, or the text parts of a list of parts."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts: keep the text ones

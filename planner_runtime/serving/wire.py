@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from planner_runtime.contract import Message, Role, ToolSpec, new_id
 from planner_runtime.planners import PlannerOutput
+from planner_runtime.planners.openai_answer import text_of
 from planner_runtime.planners.toolcalls import CLOSE, OPEN, parse_tool_calls
 
 
@@ -66,14 +67,6 @@ def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: keep the text ones
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 # --- the server's side -------------------------------------------------------------------------
 
 
@@ -85,7 +78,7 @@ def openai_to_messages(raw: Sequence[Any]) -> list[Message]:
             raise ValueError("every message must be an object")
         role = Role(item.get("role", ""))  # ValueError for an unknown role
         if role is Role.assistant and isinstance(item.get("tool_calls"), list):
-            parts = [_text_of(item.get("content"))]
+            parts = [text_of(item.get("content"))]
             for tc in item["tool_calls"]:
                 fn = tc.get("function", {}) if isinstance(tc, dict) else {}
                 args = fn.get("arguments", "{}")
@@ -94,7 +87,7 @@ def openai_to_messages(raw: Sequence[Any]) -> list[Message]:
             out.append(Message(role=role, content="\n".join(p for p in parts if p)))
             continue
         tool_call_id = item.get("tool_call_id") if role is Role.tool else None
-        out.append(Message(role=role, content=_text_of(item.get("content")), tool_call_id=tool_call_id))
+        out.append(Message(role=role, content=text_of(item.get("content")), tool_call_id=tool_call_id))
     return out
 
 
