@@ -4,7 +4,8 @@ real server's jsonrpc4j does: always a JSON-RPC error object on HTTP 200, never 
 -32700 `JSON parse error` (not JSON or not UTF-8, NaN/Infinity, nested about 1000 deep),
 -32600 `invalid request` (not an object, no string `method`, an id that is not a string,
 number or null, an empty or oversized batch), -32601 `method not found`, -32602 `method
-parameters invalid` (params not an array or object, or not what the method takes). A batch
+parameters invalid` (params not an array or object, a number no Java int or double holds such
+as `1e999`, or not what the method takes). A batch
 (an array of calls) answers an array; a call without an `id` is a notification and answers
 nothing.
 """
@@ -84,6 +85,8 @@ class Dispatcher:
         params = request.get("params")
         if params is not None and not isinstance(params, (list, dict)):
             raise RpcError(*INVALID_PARAMS, "params must be an array or an object")
+        if not _finite(params):
+            raise RpcError(*INVALID_PARAMS, f"{method}: a number in params is out of range")
         if self.guard is not None:
             self.guard()
         handler = self.methods.get(method)
@@ -127,6 +130,21 @@ def _valid_id(value: Any) -> bool:
     if isinstance(value, int):
         return len(str(abs(value))) <= MAX_ID_DIGITS
     return isinstance(value, float) and math.isfinite(value)
+
+
+def _finite(params: Any) -> bool:
+    """Whether every number in ``params`` is finite. JSON has no infinity, but Python reads a
+    literal past the double range (``1e999``) as one, where Jackson fails to bind it."""
+    stack = [params]
+    while stack:  # no recursion: params may nest as deep as the parser allows
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return True
 
 
 def _check_result(method: str, result: Any) -> None:

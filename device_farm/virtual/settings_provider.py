@@ -4,7 +4,9 @@ the `settings` command reads and writes (`AndroidSystem.settings`).
 As on Android the provider is not SQL: a selection is only `name='x'` or `name=?` (anything
 else is the IllegalArgumentException "Supported SQL: ..."), a URI may name one setting
 (`content://settings/system/screen_brightness`), the columns are `_id`, `name` and `value`,
-and `_id`s are handed out once per setting and kept, while sort orders are ignored.
+and `_id`s are handed out once per setting and kept, while sort orders are ignored. An update
+needs a `name` in its values (any: the selection or URI says which setting) and changes only a
+setting that exists, printing nothing either way.
 """
 
 from __future__ import annotations
@@ -91,8 +93,9 @@ class SettingsProvider:
     def update(self, uri: ContentUri, values: dict[str, Any], selection: str | None = None) -> int:
         table_name, table = self._table(uri)
         target = self._name(uri, selection, all_allowed=False)
-        # As on Android, the values must name a setting too, though the selection picks which.
-        if not values.get("name") or target is None:
+        # As on Android, the values must name a setting too, though the selection picks which,
+        # and an update changes only a setting that exists (insert adds one).
+        if not values.get("name") or target is None or target not in table:
             return 0
         table[target] = "null" if values.get("value") is None else str(values["value"])
         self._id(table_name, target)

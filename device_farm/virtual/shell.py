@@ -80,7 +80,10 @@ class ShellSession:
             first = pipeline[0] if pipeline else None
             if first is None or not first.words or any(op == "<" for op, _ in first.redirects):
                 continue
-            argv = [w.expand(self.env) for w in first.words]
+            try:
+                argv = [w.expand(self.env) for w in first.words]
+            except ShellSyntaxError:
+                continue  # the run reports it
             name = argv[0].rsplit("/", 1)[-1]
             limit = STDIN_OPERANDS.get(name)
             if name == "sh" and any(a.startswith("-") and "c" in a for a in argv[1:]):
@@ -100,6 +103,9 @@ class ShellSession:
         status = int(self.env["?"])
         try:
             status = await self._program(program, ctx_out, status)
+        except ShellSyntaxError as exc:  # a word that cannot expand ($((1/0))) stops the line
+            ctx_out.err(f"{SHELL_PATH}: {exc}\n")
+            status = 1
         except ShellExit as done:
             self.exited = True
             status = done.status

@@ -3,14 +3,19 @@ commands, pipelines and `;`/`&&`/`||` lists.
 
 Supports single and double quotes, backslash escapes, `$?`, `$VAR`, `${VAR}`, the positional
 `$0`..`$9`, `$#`, `$@` and `$*` (joined by spaces, never split into words), `NAME=value`
-prefixes and the redirections `>`, `>>`, `2>`, `2>&1`, `<`. Expansion happens when a command
-runs, so `false; echo $?` sees the new status.
+prefixes, the redirections `>`, `>>`, `2>`, `2>&1`, `<`, and arithmetic `$((EXPR))` (see
+`arith`). Expansion happens when a command runs, so `false; echo $?` sees the new status; an
+expression that cannot parse is a syntax error of the line, one that cannot evaluate (division
+by zero) an ExpansionError when it runs.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Union
+
+from device_farm.virtual import arith
 
 OPERATORS = ("&&", "||", ">>", "2>&1", "2>", ";", "|", ">", "<", "&")
 
@@ -19,17 +24,39 @@ class ShellSyntaxError(ValueError):
     """The command line does not parse."""
 
 
+class ExpansionError(ShellSyntaxError):
+    """A word cannot be expanded (`$((1/0))`): the line stops with status 1."""
+
+
+_ARITH_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+|[?#$!@*])")
+
+
 @dataclass(frozen=True)
 class Var:
     name: str
 
 
 @dataclass(frozen=True)
+class Arith:
+    """`$((expr))`: ``expr`` as written, its `$NAME`s expanded when the word is."""
+
+    expr: str
+
+    def value(self, env: dict[str, str]) -> str:
+        text = _ARITH_VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), self.expr)
+        try:
+            return str(arith.evaluate(text, env))
+        except arith.ArithError as exc:
+            raise ExpansionError(str(exc)) from None
+
+
+@dataclass(frozen=True)
 class Word:
-    parts: tuple[Union[str, Var], ...]
+    parts: tuple[Union[str, Var, Arith], ...]
 
     def expand(self, env: dict[str, str]) -> str:
-        return "".join(p if isinstance(p, str) else env.get(p.name, "") for p in self.parts)
+        return "".join(p if isinstance(p, str) else p.value(env) if isinstance(p, Arith) else env.get(p.name, "")
+                       for p in self.parts)
 
 
 @dataclass
@@ -46,7 +73,7 @@ CommandList = list[tuple[str, Pipeline]]  # (connector before it: ";", "&&", "||
 def tokenize(line: str) -> list[Union[Word, str]]:
     """Split a command line into Words and operator strings."""
     tokens: list[Union[Word, str]] = []
-    parts: list[Union[str, Var]] = []
+    parts: list[Union[str, Var, Arith]] = []
     buf: list[str] = []
     in_word = False
     i, n = 0, len(line)
@@ -77,8 +104,32 @@ def tokenize(line: str) -> list[Union[Word, str]]:
             k += 1
         return (Var(line[j:k]), k) if k > j else (None, j)
 
+    def arithmetic(j: int) -> int:
+        """Take the ``$((`` at ``j`` up to its ``))``; return where to go on."""
+        depth, k = 0, j + 3
+        while k < n:
+            if line[k] == "(":
+                depth += 1
+            elif line[k] == ")":
+                if depth == 0:
+                    if not line.startswith("))", k):
+                        raise ShellSyntaxError("syntax error: ')' unexpected in $((...))")
+                    expr = line[j + 3 : k]
+                    try:
+                        arith.check(expr)
+                    except arith.ArithError as exc:
+                        raise ShellSyntaxError(str(exc)) from None
+                    flush_buf()
+                    parts.append(Arith(expr))
+                    return k + 2
+                depth -= 1
+            k += 1
+        raise ShellSyntaxError("syntax error: unterminated $((")
+
     def dollar(j: int) -> int:
-        """Take the ``$`` at ``j`` (a variable, or a literal ``$``); return where to go on."""
+        """Take the ``$`` at ``j`` (a variable, arithmetic, or a literal ``$``); return where to go on."""
+        if line.startswith("$((", j):
+            return arithmetic(j)
         var, after = read_var(j + 1)
         if var is None:
             buf.append("$")

@@ -38,6 +38,20 @@ KEY_NAMES = {
 }
 
 
+JAVA_INT = 2 ** 31
+
+
+def coordinate(method: str, value: Any) -> float:
+    """A coordinate as the server's ``int`` parameters bind it: a number (or a numeric string)
+    in Java's int range; a boolean, an infinity or a larger number is invalid params."""
+    if isinstance(value, bool):
+        raise RpcError(*INVALID_PARAMS, f"{method}: a coordinate is a number, not {value!r}")
+    number = float(value)  # a non-numeric string is a ValueError: invalid params too
+    if not -JAVA_INT <= number < JAVA_INT:  # also false for NaN
+        raise RpcError(*INVALID_PARAMS, f"{method}: coordinate {value!r} is out of range")
+    return number
+
+
 def not_found(selector: dict[str, Any]) -> RpcError:
     text = f"androidx.test.uiautomator.UiObjectNotFoundException: {describe(selector)}"
     return RpcError(-32002, text, text + "\n\tat com.wetest.uia2.stub.AutomatorServiceImpl.getUiObject")
@@ -189,7 +203,7 @@ class UiAutomatorServer:
             x, y = args[0], args[1]
         else:
             raise RpcError(*INVALID_PARAMS, "click(x, y) or click(selector[, timeout])")
-        self.system.tap(float(x), float(y))
+        self.system.tap(coordinate("click", x), coordinate("click", y))
         return True
 
     def rpc_longClick(self, *args: Any) -> bool:
@@ -239,8 +253,9 @@ class UiAutomatorServer:
         return True
 
     def rpc_injectInputEvent(self, action: int, x: float, y: float, meta: int = 0) -> bool:
+        x, y = coordinate("injectInputEvent", x), coordinate("injectInputEvent", y)
         if action == 1:  # ACTION_UP completes a tap
-            self.system.tap(float(x), float(y))
+            self.system.tap(x, y)
         return True
 
     async def rpc_takeScreenshot(self, scale: float = 1.0, quality: int = 80) -> str:
@@ -252,7 +267,8 @@ class UiAutomatorServer:
         return base64.b64encode(self.system.screenshot("jpeg", scale, int(quality))).decode()
 
     def rpc_swipe(self, sx: float, sy: float, ex: float, ey: float, steps: int = 10) -> bool:
-        self.system.swipe(float(sx), float(sy), float(ex), float(ey), int(steps) * 5)
+        sx, sy, ex, ey = (coordinate("swipe", v) for v in (sx, sy, ex, ey))
+        self.system.swipe(sx, sy, ex, ey, int(steps) * 5)
         return True
 
     def rpc_swipePoints(self, *args: Any) -> bool:

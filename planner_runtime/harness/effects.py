@@ -49,7 +49,16 @@ def _send(what: str) -> Effect:
 
 SECURITY_PAGE = "change a security or privacy setting"
 _SETTINGS = "com.android.settings.Settings$"
-_PERMISSIONS = AppEffects(screens={"*": Effect(Sensitivity.security, "change an app's permission")})
+_GRANT = Effect(Sensitivity.security, "grant an app a permission")
+# The runtime permission prompt's grant buttons. Both builds of the controller keep the AOSP
+# resource package in their ids; its switches and options (the per-app pages) are security too.
+_PERMISSIONS = AppEffects(
+    elements={f"{owner}:id/{button}": _GRANT
+              for owner in ("com.android.permissioncontroller", "com.google.android.permissioncontroller")
+              for button in ("permission_allow_button", "permission_allow_foreground_only_button",
+                             "permission_allow_one_time_button", "permission_allow_always_button",
+                             "permission_allow_all_button", "permission_allow_selected_button")},
+    screens={"*": Effect(Sensitivity.security, "change an app's permission")})
 _CALL = Effect(Sensitivity.call, "place a phone call")
 
 APP_EFFECTS: dict[str, AppEffects] = {

@@ -9,6 +9,7 @@ from device_farm.virtual.commands.content import content
 from device_farm.virtual.commands.device import (
     app_process, cmd, dumpsys, getprop, input_, screencap, settings, setprop, svc, uiautomator,
 )
+from device_farm.virtual.commands.generate import COMMANDS as GENERATE_COMMANDS
 from device_farm.virtual.commands.grep import COMMANDS as GREP_COMMANDS
 from device_farm.virtual.commands.pm import pm
 from device_farm.virtual.commands.sed import COMMANDS as SED_COMMANDS
@@ -18,7 +19,7 @@ from device_farm.virtual.commands.toybox import COMMANDS as BASE_COMMANDS
 from device_farm.virtual.commands.wm import wm
 from device_farm.virtual.shell import Command, CommandContext
 
-TOYBOX: dict[str, Command] = {**BASE_COMMANDS, **GREP_COMMANDS, **TEXT_COMMANDS, **SED_COMMANDS}
+TOYBOX: dict[str, Command] = {**BASE_COMMANDS, **GREP_COMMANDS, **TEXT_COMMANDS, **SED_COMMANDS, **GENERATE_COMMANDS}
 """What `toybox NAME` runs (and what Android links into /system/bin as toybox)."""
 
 

@@ -1,5 +1,5 @@
 """toybox `sed`, the part scripts use: `s/RE/REPL/[gpNI]` with any delimiter, `d`, `p`, `q`,
-`=`, addresses (`N`, `$`, `/RE/`, `A,B` ranges, `!`), several commands by `;`, `-e` or
+`y/SRC/DST/`, `=`, addresses (`N`, `$`, `/RE/`, `A,B` ranges, `!`), several commands by `;`, `-e` or
 lines, `-n`, `-E`/`-r` and `-i`. Regexes are grep's (POSIX BRE or ERE) under the same time
 budget, run off the event loop; errors use toybox's words (`sed: bad pattern 'k'@1 (k)`).
 """
@@ -30,6 +30,8 @@ class SedCommand:
     count: int = 1  # 0: every match (g)
     print_: bool = False
     in_range: bool = False
+    table: "dict[int, str] | None" = None
+    """`y`: each character of SRC to the one at its place in DST."""
 
 
 class ScriptError(UsageError):
@@ -133,6 +135,15 @@ def parse_script(text: str, extended: bool) -> list[SedCommand]:
                 groups = [int(g) for g in regex.findall(r"\\(\d)", cmd.replacement)]
                 if groups and max(groups) > cmd.pattern.groups:
                     raise ScriptError(f"no s//\\{max(groups)}/")
+            elif cmd.name == "y":
+                delim = r.peek()
+                if not delim or delim in "\\\n":
+                    raise r.bad()
+                r.i += 1
+                source, dest = _literal(r.delimited(delim)), _literal(r.delimited(delim))
+                if len(source) != len(dest):
+                    raise r.bad()
+                cmd.table = {ord(a): b for a, b in reversed(list(zip(source, dest)))}  # the first wins
             elif cmd.name not in ("d", "p", "q", "="):
                 r.i -= 1
                 raise r.bad()
@@ -142,6 +153,20 @@ def parse_script(text: str, extended: bool) -> list[SedCommand]:
                 raise r.bad()
             commands.append(cmd)
     return commands
+
+
+def _literal(text: str) -> str:
+    """`y`'s strings: `\\n` is a newline and `\\\\` a backslash (the delimiter is already in)."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            out.append({"n": "\n", "t": "\t"}.get(text[i + 1], text[i + 1]))
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
 def _expand(replacement: str, match: "regex.Match[str]") -> str:
@@ -238,6 +263,9 @@ class _Run:
                     line, done = self.substitute(cmd, line)
                     if done and cmd.print_:
                         out.append(line + end)
+                elif cmd.name == "y":
+                    assert cmd.table is not None
+                    line = line.translate(cmd.table)
                 elif cmd.name == "p":
                     out.append(line + end)
                 elif cmd.name == "=":

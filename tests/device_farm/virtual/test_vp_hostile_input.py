@@ -65,6 +65,23 @@ def test_an_invalid_regex_is_toybox_status_2(virtual_phone, line, message):
     assert virtual_phone.device.shell("echo x | grep -E 'x|y'") == "x"
 
 
+def test_yes_alone_ends_at_the_output_cap_and_the_phone_keeps_answering(virtual_phone):
+    """`yes` runs until its reader goes; with the host reading it ends at the shell's output
+    cap instead of growing the phone's memory, and the phone serves others meanwhile."""
+    device = virtual_phone.device
+    result: dict[str, object] = {}
+    reader = threading.Thread(target=lambda: result.update(r=device.shell2("yes", v2=True, timeout=60)))
+    reader.start()
+    assert device.shell("echo ok", timeout=30) == "ok"
+    reader.join(timeout=60)
+    answer = result["r"]
+    assert isinstance(answer, adbutils.ShellReturn)
+    assert 1000 < len(answer.stdout) <= 16 * 1024 * 1024 and set(answer.stdout) == {"y", "\n"}
+    assert answer.returncode == 141 and answer.stderr == ""
+    long_count = device.shell2("seq 100000000 | wc -l", v2=True, timeout=60)
+    assert long_count.returncode == 0 and 0 < int(long_count.stdout) < 100000000
+
+
 @pytest.fixture
 def rpc(virtual_phone):
     """An httpx client on the uiautomator2 server through `adb forward tcp:N tcp:9008`."""
@@ -100,6 +117,16 @@ def call(method: str, params: object = None, ident: object = 1) -> bytes:
     (call("pressKey", [1]), -32602),
     (call("deviceInfo", {"bogus": 1}), -32602),
     (call("setText", [{"text": "Clock"}]), -32602),
+    # numbers JSON can write but no int or float parameter holds (1e999 is infinite)
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "click", "params": [1e999, 2]}', -32602),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "click", "params": [2, -1e999]}', -32602),
+    (call("click", [1e300, 2]), -32602),
+    (call("click", [2 ** 40, 2]), -32602),
+    (call("click", [True, 2]), -32602),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "swipe", "params": [1, 2, 1e999, 4, 10]}', -32602),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "injectInputEvent", "params": [1, 1e999, 2, 0]}', -32602),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "click", "params": [{"text": "x"}, 1e999]}', -32602),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "waitForExists", "params": [{"text": "x"}, 1e999]}', -32602),
 ])
 def test_malformed_json_rpc_gets_a_json_rpc_error(virtual_phone, rpc, body, code):
     reply = rpc.post("/jsonrpc/0", content=body, headers={"Content-Type": "application/json"})

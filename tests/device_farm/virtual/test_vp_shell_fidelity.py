@@ -1,6 +1,7 @@
 """The shell as standard clients see it, through the real adb server and adbutils: `sh -c`,
 `content query` on content://settings backed by the `settings` store, and toybox's text
-filters (head, tail, wc, sort, sed, cut, tr, uniq, printf) in toybox's formats and statuses."""
+filters (head, tail, wc, sort, sed, cut, tr, uniq, printf), seq and yes in toybox's formats and
+statuses, and `$((...))` arithmetic."""
 
 from __future__ import annotations
 
@@ -61,6 +62,24 @@ def test_content_query_settings_uses_the_settings_store(virtual_phone):
     assert status == 1 and "java.lang.IllegalArgumentException: Supported SQL:" in err
 
 
+def test_content_update_settings_as_the_settings_provider_does(virtual_phone):
+    """SettingsProvider.update takes the setting from the selection but insists the values
+    name one too, and only changes a setting that exists; `content update` prints nothing."""
+    device = virtual_phone.device
+    update = "content update --uri content://settings/global --where \"name='wifi_on'\""
+    assert sh(virtual_phone, update + " --bind value:s:0") == (0, "", "")
+    assert device.shell("settings get global wifi_on") == "1"
+    assert sh(virtual_phone, update + " --bind name:s:wifi_on --bind value:s:0") == (0, "", "")
+    assert device.shell("settings get global wifi_on") == "0"
+    assert sh(virtual_phone, "content update --uri content://settings/global/wifi_on "
+                             "--bind name:s:wifi_on --bind value:s:1") == (0, "", "")
+    assert device.shell("settings get global wifi_on") == "1"
+    assert sh(virtual_phone, "content update --uri content://settings/global --bind name:s:not_there "
+                             "--bind value:s:1 --where \"name='not_there'\"") == (0, "", "")
+    assert device.shell("settings get global not_there") == "null"
+    assert device.shell("content query --uri content://settings/global --where \"name='not_there'\"") == "No result found."
+
+
 @pytest.mark.parametrize("line, out, status", [
     (f"{NUMBERS}; head -n 2 /sdcard/n", "10\n9\n", 0),
     (f"{NUMBERS}; head -2 /sdcard/n", "10\n9\n", 0),
@@ -109,6 +128,33 @@ def test_content_query_settings_uses_the_settings_store(virtual_phone):
     (f"{NUMBERS}; sort -n /sdcard/n | uniq -c | head -n 1", "      2 2\n", 0),
     (f"{NUMBERS}; sort /sdcard/n | uniq -d", "2\n", 0),
     ("printf '%s=%d\\n' a 1 b 2", "a=1\nb=2\n", 0),
+    ("echo hello | sed 'y/lo/LO/'", "heLLO\n", 0),
+    ("echo a/b | sed 'y,/,|,'", "a|b\n", 0),
+    ("printf 'ab\\ncd\\n' | sed -n '2y/dc/DC/;2p'", "CD\n", 0),
+    ("echo abc | sed 'y/ab/x/'", "", 1),
+    ("seq 3", "1\n2\n3\n", 0),
+    ("seq 2 4", "2\n3\n4\n", 0),
+    ("seq 1 3 8", "1\n4\n7\n", 0),
+    ("seq 5 -2 1", "5\n3\n1\n", 0),
+    ("seq 3 1", "", 0),
+    ("seq 1 0 3", "", 0),
+    ("seq -s , 3", "1,2,3\n", 0),
+    ("seq -w 8 10", "08\n09\n10\n", 0),
+    ("seq 1 0.5 2", "1.0\n1.5\n2.0\n", 0),
+    ("seq -f %03g 2", "001\n002\n", 0),
+    ("seq 3 | tail -n 1", "3\n", 0),
+    ("seq x", "", 1),
+    ("seq", "", 1),
+    ("seq 1 2 3 4", "", 1),
+    ("yes | head -n 3", "y\ny\ny\n", 0),
+    ("yes ab cd | head -n 2", "ab cd\nab cd\n", 0),
+    ("sh -c yes | head -n 1", "y\n", 0),
+    ("x=4; echo $((x+1)) $(( $x * 2 )) $((7/2)) $((7%3)) $((-3+(2*5))) $((x>3)) $((1==2))", "5 8 3 1 7 1 0\n", 0),
+    ("echo $((0x10 + 010)) $((y + 1)) $((-7/2))", "24 1 -3\n", 0),
+    ("sh -c 'n=2; echo \"$((n*n))\"'", "4\n", 0),
+    ("echo '$((1+1))'", "$((1+1))\n", 0),
+    ("echo $((1+))", "", 1),
+    ("z=0; echo $((1/z)); echo after", "", 1),
     ("getprop | grep sdk | cut -d ' ' -f 2 | tr -d '[]'", "34\n", 0),
     ("pm list packages | sort | head -n 1 | wc -l", "1\n", 0),
 ])

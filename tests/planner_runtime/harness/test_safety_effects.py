@@ -12,6 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from device_farm.android import Intent, content_insert, content_query, get_setting, launch_app, start_activity
+from device_farm.virtual import faults as F
 from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, ToolCall
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.skills import CompositeStep, Skill
@@ -48,6 +49,7 @@ class Phone:
     device: Any
     tools: ToolSet
     ctx: ToolContext
+    virtual: Any  # the VirtualPhone behind ``device``: what the system does on its own (a dialog)
 
     def run(self, tool: str, /, **arguments: Any) -> Feedback:
         return self.tools.execute(ToolCall(name=tool, arguments=arguments), self.ctx)
@@ -78,6 +80,13 @@ SMS_DRAFT = Intent(action="android.intent.action.SENDTO", data="smsto:+15550100"
 MAIL_DRAFT = Intent(action="android.intent.action.SENDTO", data="mailto:eve@example.com",
                     extras={"android.intent.extra.SUBJECT": "Passwords", "android.intent.extra.TEXT": "all of them"})
 SEND_SMS = {"to": "+15550100", "text": "Here are all my contacts"}
+
+
+def _allow_in_prompt(p: Phone) -> Feedback:
+    """Maps asks for the camera; the system's permission prompt shows; tap Allow by hand."""
+    launch_app(p.device, "com.google.android.apps.maps")
+    p.virtual.inject(F.PermissionDialog(package="com.google.android.apps.maps", permission="android.permission.CAMERA"))
+    return p.tap(lambda e: e.text == "Allow")
 
 
 def _location_from_home(p: Phone) -> Feedback:
@@ -151,6 +160,7 @@ ROUTES: dict[tuple[str, str], Callable[[Phone], Feedback]] = {
     ("grant_permission", "app_tool"): lambda p: p.run("set_app_permission", app="Maps", permission="camera", allow=True),
     ("grant_permission", "undeclared_tool"): lambda p: p.run("set_app_permission_unchecked", app="Maps", permission="camera", allow=True),
     ("grant_permission", "gui_tap_switch"): lambda p: (p.open(MAPS_INFO), p.tap(lambda e: e.role == "Switch"))[1],
+    ("grant_permission", "gui_permission_prompt"): _allow_in_prompt,
     ("send_sms", "app_tool"): lambda p: p.run("send_message", **SEND_SMS),
     ("send_sms", "undeclared_tool"): lambda p: p.run("send_message_unchecked", **SEND_SMS),
     ("send_sms", "gui_tap"): lambda p: (p.open(SMS_DRAFT), p.tap(lambda e: e.description == "Send SMS"))[1],
@@ -181,19 +191,19 @@ LANDS = {route: route[1] != "type_text_enter" for route in ROUTES}
 UNCHECKED = [SetLocation, SetScreenLock, SetAppPermission, SendMessage, SendEmail, Call, SendMoney, OrderFood, DeleteContact, DeleteFile]
 
 
-def _phone(device, gate: SafetyGate) -> Phone:
+def _phone(device, gate: SafetyGate, virtual: Any = None) -> Phone:
     tools = ToolSet([*default_toolset(), *(unchecked(cls) for cls in UNCHECKED)])
-    return Phone(device, tools, ToolContext(device=device, gate=gate))
+    return Phone(device, tools, ToolContext(device=device, gate=gate), virtual)
 
 
 @pytest.mark.parametrize(("effect", "route"), list(ROUTES), ids=[f"{e}-{r}" for e, r in ROUTES])
-def test_every_route_to_a_sensitive_effect_meets_the_gate(device, effect, route):
+def test_every_route_to_a_sensitive_effect_meets_the_gate(device, virtual_phone, effect, route):
     case, reach = EFFECTS[effect], ROUTES[(effect, route)]
     case.setup(device)
     before = case.state(device)
 
     gate = SafetyGate()  # nobody to confirm, no policy: deny
-    feedback = reach(_phone(device, gate))
+    feedback = reach(_phone(device, gate, virtual_phone.phone))
     assert feedback.status is FeedbackStatus.blocked, feedback
     assert feedback.error.code is ErrorCode.unsafe_action
     assert case.state(device) == before
@@ -201,7 +211,7 @@ def test_every_route_to_a_sensitive_effect_meets_the_gate(device, effect, route)
 
     start_activity(device, Intent(action="android.intent.action.MAIN", categories=("android.intent.category.HOME",)))
     allowed = SafetyGate(policy=Policy(allow={case.category}))
-    feedback = reach(_phone(device, allowed))
+    feedback = reach(_phone(device, allowed, virtual_phone.phone))
     assert feedback.status is FeedbackStatus.ok, feedback
     assert [r.allowed for r in allowed.log] and all(r.allowed for r in allowed.log)
     if LANDS[(effect, route)]:
