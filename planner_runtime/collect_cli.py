@@ -263,14 +263,18 @@ def replay(
         tasks = {t.id: t for t in builtin_suite().tasks}
         with TrajectoryStore(store or settings.store_path, create=False) as db:
             if failed:
-                ids = list(db.ids(success=False, since=since))
+                ids = list(db.ids(success=False, infra=False, since=since))  # infra faults are no failure of the planner's
             elif trajectory_id:
                 ids = [trajectory_id]
             else:
                 raise fail("give a trajectory id or --failed")
+            make = lambda: make_planner(planner or settings.planner, model, script, **_timeout(planner_timeout))  # noqa: E731
+            brain = None if from_step is None else make()  # one that cannot be made is refused before any phone starts
             for traj_id in ids:
                 traj = db.get(traj_id)
                 task = tasks.get(traj.task_id or "")
+                if from_step is not None:  # before its phone starts
+                    _check_step(traj, from_step)
                 with open_device(serial, host, port, say=say) as (device, ref, source):
                     if source is not Source.sandbox and not allow_reset and ref.serial not in _disposable(settings):
                         raise fail(f"replay seeds and drives the phone, which changes its data, and {ref.serial} is not "
@@ -283,9 +287,9 @@ def replay(
                         good &= report.divergence is None
                         _print_reexecuted(traj, report, as_json)
                         continue
-                    brain = make_planner(planner or settings.planner, model, script, **_timeout(planner_timeout))
                     new = replan(traj, from_step, planner=brain, device=device, device_ref=ref, store=db,
                                  task=task, source=source, on_step=None if as_json else print_step)
+                    brain = make()  # the next trajectory's planner starts afresh (a script from its first call)
                     old_v = traj.verdict.success if traj.verdict else None
                     new_v = new.verdict.success if new.verdict else None
                     good &= bool(new_v)
@@ -300,6 +304,14 @@ def replay(
         raise fail(str(exc)) from exc
     if not good:
         raise typer.Exit(ExitCode.failed)
+
+
+def _check_step(traj, from_step: int) -> None:  # noqa: ANN001 - Trajectory
+    """Refuse a ``--from-step`` the trajectory does not have."""
+    if not traj.steps:
+        raise fail(f"{traj.id} has no steps to re-plan from")
+    if not 0 <= from_step < len(traj.steps):
+        raise fail(f"--from-step must be 0..{len(traj.steps) - 1} for {traj.id}")
 
 
 def _print_reexecuted(traj, report, as_json: bool) -> None:  # noqa: ANN001 - Trajectory, ReplayReport

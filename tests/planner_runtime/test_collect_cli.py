@@ -120,6 +120,17 @@ def test_an_unknown_collection_or_store_is_a_usage_error(tmp_path, scripted):
     assert not typo.exists()
 
 
+@pytest.mark.parametrize("selection, said", [(["--task", "nope"], "no task 'nope'"),
+                                              (["--task", "clock.set_alarm", "--split", "test"], "no task matches")])
+def test_a_selection_of_no_task_is_refused_before_a_store_is_made(tmp_path, selection, said):
+    store = tmp_path / "new.sqlite"
+    res = cli("collect", *selection, "--planner", "scripted", "--store", str(store), "--state-dir", str(tmp_path / "pool"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    _no_traceback(res)
+    assert said in _said(res)
+    assert not store.exists()
+
+
 @pytest.mark.parametrize("bad", [["-n", "0"], ["-k", "0"], ["--max-steps", "0"], ["--planner-timeout", "0"]])
 def test_nonsense_values_are_refused(tmp_path, scripted, bad):
     res = cli("collect", *scripted, *_place(tmp_path), *bad)
