@@ -100,7 +100,7 @@ def collect(
         raise typer.Exit(ExitCode.infra)
 
 
-def _spec(db, resume: str | None, path: Path, options: dict, planner: str):  # noqa: ANN001, ANN202 - TrajectoryStore | None -> CollectionSpec
+def _spec(db, resume: str | None, path: Path, options: dict, planner: str):  # noqa: ANN001, ANN202 - store -> CollectionSpec
     """A new collection's spec from the options, or the recorded one of ``resume`` checked against them."""
     from planner_runtime.collection_spec import CollectionSpec
 
