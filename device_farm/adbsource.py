@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from device_farm import ShellResult
-from device_farm.adb import UI_SERVER_PORT, AdbDevice
-from device_farm.adbhost import AdbHost, host_query
+from device_farm.adb import UI_SERVER_PORT, AdbDevice, list_states
+from device_farm.adbhost import AdbHost, AdbHostError, host_query
 from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout
 from device_farm.health import DeviceHealth, HealthPolicy, probe_over_shell
 from device_farm.sources import READY, DeviceCandidate
@@ -78,11 +78,18 @@ class AdbSource:
         return sorted(listed.values(), key=lambda c: c.key)
 
     def state(self, serial: str) -> str:
+        """adb's word for the device now. ``get-state`` answers only for a ready device (it
+        fails with "device unauthorized...", "device offline"...), so the state of one that is
+        not ready is read from the server's list: an unauthorized phone is never called offline."""
         try:
             return host_query(self.host, self.port, f"host-serial:{serial}:get-state", timeout=3).strip()
-        except DeviceOffline as exc:
-            return "missing" if "not found" in str(exc) else "offline"
-        except DeviceTimeout:
+        except AdbHostError:
+            pass
+        except (DeviceOffline, DeviceTimeout):  # the server itself did not answer
+            return "offline"
+        try:
+            return list_states(self.host, self.port).get(serial, "missing")
+        except DeviceError:
             return "offline"
 
     def open(self, candidate: DeviceCandidate) -> AdbDevice:

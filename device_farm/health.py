@@ -54,6 +54,21 @@ class DeviceHealth:
         return cls(state=state, problems=(reason,))
 
 
+# What the user can do about a phone adb lists but cannot drive, by its adb state.
+_STATE_HINTS = {
+    "unauthorized": "accept the USB debugging dialog on it",
+    "offline": "reconnect it (adb reconnect) or restart adb on it",
+    "no permissions": "give your user access to the USB device (udev rules)",
+    "authorizing": "wait for the USB debugging dialog and accept it",
+}
+
+
+def not_ready_reason(serial: str, state: str) -> str:
+    """One line saying that a listed phone cannot be driven and what to do about it."""
+    hint = _STATE_HINTS.get(state, "make it ready (adb devices lists it as 'device')")
+    return f"phone {serial} is {state}: {hint}"
+
+
 def parse_battery(text: str) -> int | None:
     """Battery percent from ``dumpsys battery`` (``level`` scaled by ``scale``)."""
     level = re.search(r"^\s*level:\s*(\d+)", text, re.M)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from device_farm import Device
-from device_farm.errors import DeviceError
+from device_farm.errors import DeviceError, DeviceOffline
+from device_farm.health import not_ready_reason
 from device_farm.pool import DevicePool
 from device_farm.sources import DeviceCandidate
 from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
@@ -84,6 +85,37 @@ def resettable(candidate: DeviceCandidate, disposable: frozenset[str] = frozense
 def at_risk(pool: DevicePool, disposable: frozenset[str] = frozenset()) -> list[str]:
     """Serials of the pool's phones whose data a collection would delete."""
     return sorted({c.serial for c, _ in pool.discover(fresh=True) if not resettable(c, disposable)})
+
+
+class PhonesNotReady(PlannerRuntimeError):
+    """The pool lists no phone that can be driven (every one is unauthorized, offline..., or
+    there is none): leasing would only wait out its timeouts."""
+
+
+def ready_check(pool: DevicePool) -> list[str]:
+    """The pool's phones that are listed but cannot be driven, one line each saying what to do.
+    Raises :class:`PhonesNotReady` when no phone is ready, and the sources' ``DeviceOffline``
+    when none of them answered."""
+    found = [c for c, _ in pool.discover(fresh=True)]
+    unready = [not_ready_reason(c.serial, c.state) for c in found if not c.ready]
+    if any(c.ready for c in found):
+        return unready  # the pool leases the ready ones; the others are quarantined as they fail
+    if unready:
+        more = f" (and {len(unready) - 1} more phones not ready)" if len(unready) > 1 else ""
+        raise PhonesNotReady(unready[0] + more)
+    if pool.source_errors:
+        raise DeviceOffline("; ".join(pool.source_errors.values()))
+    raise PhonesNotReady(f"no phone on {', '.join(s.name for s in pool.sources)}: attach one, "
+                         "or leave out --adb to collect on virtual phones")
+
+
+def check_reset(pool: DevicePool, disposable: frozenset[str], allow_reset: bool) -> list[str]:
+    """Serials whose data the collection will delete; raises :class:`ResetRefused` when there
+    are any and ``allow_reset`` was not given."""
+    wiped = at_risk(pool, disposable)
+    if wiped and not allow_reset:
+        raise ResetRefused(_refusal(wiped))
+    return wiped
 
 
 def _is_infra(traj: Trajectory) -> bool:
@@ -149,8 +181,8 @@ def collect(
     in the store at once (``on_interrupt`` gets their ids), each ends at its next planner turn,
     the workers are joined (up to ``stop_grace_s``; a second Ctrl-C stops waiting) and
     ``KeyboardInterrupt`` propagates; the collection resumes with the same id."""
-    if not allow_reset and (wiped := at_risk(pool, disposable)):
-        raise ResetRefused(_refusal(wiped))
+    ready_check(pool)
+    check_reset(pool, disposable, allow_reset)
     collection = collection or new_id("coll_")
     done = completed_items(store, collection)
     items = [Item(t, r) for r in range(repeat) for t in tasks]

@@ -4,6 +4,7 @@ failures replayed, the devices they run on, and the data they become."""
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -43,9 +44,9 @@ def collect(
     (running episodes are stored as interrupted at once and end at their next turn; the
     collection id and the command that resumes it are printed).
     """
-    from planner_runtime.collect import CollectionStopped, at_risk
+    from device_farm.errors import DeviceError
+    from planner_runtime.collect import CollectionStopped, check_reset, ready_check
     from planner_runtime.collect import collect as run_collection
-    from planner_runtime.collection_spec import CollectionSpec
     from planner_runtime.contract import new_id
     from planner_runtime.devices_view import pool_from_options
     from planner_runtime.trajectories import TrajectoryStore
@@ -58,32 +59,30 @@ def collect(
                        policy=_policy(policy), max_steps=max_steps)
         settings = Settings.from_env()
         path = store or settings.store_path
-        with TrajectoryStore(path, create=resume is None) as db:
-            if resume is None:
-                spec = CollectionSpec.from_options(**{**options, "planner": planner or settings.planner})
-            else:
-                recorded = db.collection_spec(resume)
-                if recorded is None and not db.has_collection(resume):
-                    raise fail(f"no collection {resume!r} in {path}; see `planner-agent trajectories list` for ids", ExitCode.usage)
-                # a collection from a release that kept no spec resumes with the options given now
-                spec = (CollectionSpec.model_validate(recorded).resumed_with(**options) if recorded is not None
-                        else CollectionSpec.from_options(**{**options, "planner": planner or settings.planner}))
+        with ExitStack() as stack:
+            # everything that can refuse is checked before a new store is created
+            db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
+            spec = _spec(db, resume, path, options, planner or settings.planner)
             tasks = _tasks(spec)
             planner_for = _planners(spec, planner_timeout)
             disposable = _disposable(settings)
-            pool = pool_from_options(adb or [], 0 if adb else devices, state_dir)
-            with pool:
-                wiped = at_risk(pool, disposable)
-                if wiped and allow_reset:
-                    err.print(f"[yellow]warning:[/yellow] --allow-reset: every task's setup deletes app data on {', '.join(wiped)}")
-                db.record_collection(coll, spec.model_dump(mode="json"))
-                counts = _run(run_collection, tasks, spec, coll=coll, pool=pool, db=db, planner_for=planner_for,
-                              workers=devices, allow_reset=allow_reset, disposable=disposable)
+            pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else devices, state_dir))
+            for line in ready_check(pool):
+                err.print(f"warning: {line}; collecting on the others", soft_wrap=True, markup=False)
+            wiped = check_reset(pool, disposable, allow_reset)
+            if wiped:
+                err.print(f"[yellow]warning:[/yellow] --allow-reset: every task's setup deletes app data on {', '.join(wiped)}")
+            db = db or stack.enter_context(TrajectoryStore(path, create=True))
+            db.record_collection(coll, spec.model_dump(mode="json"))
+            counts = _run(run_collection, tasks, spec, coll=coll, pool=pool, db=db, planner_for=planner_for,
+                          workers=devices, allow_reset=allow_reset, disposable=disposable)
     except KeyboardInterrupt:
         err.print(f"interrupted: collection {coll} keeps its finished items; resume it with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.interrupted) from None
     except CollectionStopped as exc:
         raise fail(str(exc), ExitCode.failed) from exc
+    except DeviceError as exc:
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     report = {"collection": coll, "total": counts.total, "succeeded": counts.success, "failed": counts.failed,
@@ -99,6 +98,20 @@ def collect(
         err.print("given up after repeated infra failures (not counted against the planner): " + ", ".join(counts.gave_up)
                   + f"\nrun them again with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.infra)
+
+
+def _spec(db, resume: str | None, path: Path, options: dict, planner: str):  # noqa: ANN001, ANN202 - store -> CollectionSpec
+    """A new collection's spec from the options, or the recorded one of ``resume`` checked against them."""
+    from planner_runtime.collection_spec import CollectionSpec
+
+    if resume is None:
+        return CollectionSpec.from_options(**{**options, "planner": planner})
+    recorded = db.collection_spec(resume)
+    if recorded is None and not db.has_collection(resume):
+        raise fail(f"no collection {resume!r} in {path}; see `planner-agent trajectories list` for ids", ExitCode.usage)
+    if recorded is None:  # a collection from a release that kept no spec resumes with the options given now
+        return CollectionSpec.from_options(**{**options, "planner": planner})
+    return CollectionSpec.model_validate(recorded).resumed_with(**options)
 
 
 def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, allow_reset, disposable):  # noqa: ANN001, ANN202
@@ -146,9 +159,9 @@ def _policy(path: Path | None):  # noqa: ANN202 - a Policy, or None when not giv
 
 
 def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
-    from planner_runtime.tasks.spec import builtin_suite, load_suite
+    from planner_runtime.tasks.spec import builtin_suite
 
-    tasks = list((load_suite(Path(spec.suite)) if spec.suite else builtin_suite()).tasks)
+    tasks = list((_suite(spec) if spec.suite else builtin_suite()).tasks)
     unknown = set(spec.tasks) - {t.id for t in tasks}
     if unknown:
         raise fail(f"no task {sorted(unknown)[0]!r}; see `planner-agent tasks list`")
@@ -161,13 +174,27 @@ def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
     return tasks
 
 
+def _suite(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> Suite
+    """The collection's suite file as it was when the collection started (older records: as it is now)."""
+    import tempfile
+
+    from planner_runtime.tasks.spec import load_suite
+
+    if spec.suite_text is None:
+        return load_suite(Path(spec.suite))
+    with tempfile.TemporaryDirectory(prefix="planner-agent-suite-") as folder:
+        kept = Path(folder) / Path(spec.suite).name  # the loader reads files; its messages keep the file's name
+        kept.write_text(spec.suite_text, encoding="utf-8")
+        return load_suite(kept)
+
+
 def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
     """One planner per episode for scripted runs (each task's own calls), else one shared by every worker."""
     from planner_runtime.collect import shared
     from planner_runtime.planners.scripted import ScriptedPlanner
 
     if spec.planner == "scripted":
-        scripts = _scripts(Path(spec.script)) if spec.script else {}
+        scripts = _scripts(Path(spec.script), spec.script_text) if spec.script else {}
         return lambda t: ScriptedPlanner(scripts.get(t.id, []))
     one = shared(make_planner(spec.planner, spec.model, None, **_timeout(timeout)))
     return lambda t: one
@@ -178,9 +205,10 @@ def _timeout(seconds: float | None) -> dict[str, float]:
     return {} if seconds is None else {"timeout": seconds}
 
 
-def _scripts(path: Path) -> dict:
+def _scripts(path: Path, text: str | None) -> dict:
+    """The calls of ``path``: its ``text`` as recorded with the collection, else the file now."""
     try:
-        scripts = json.loads(path.read_text(encoding="utf-8"))
+        scripts = json.loads(path.read_text(encoding="utf-8") if text is None else text)
     except (OSError, UnicodeDecodeError) as exc:
         raise fail(f"--script {path}: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
     except json.JSONDecodeError as exc:
@@ -235,14 +263,18 @@ def replay(
         tasks = {t.id: t for t in builtin_suite().tasks}
         with TrajectoryStore(store or settings.store_path, create=False) as db:
             if failed:
-                ids = list(db.ids(success=False, since=since))
+                ids = list(db.ids(success=False, infra=False, since=since))  # infra faults are no failure of the planner's
             elif trajectory_id:
                 ids = [trajectory_id]
             else:
                 raise fail("give a trajectory id or --failed")
+            make = lambda: make_planner(planner or settings.planner, model, script, **_timeout(planner_timeout))  # noqa: E731
+            brain = None if from_step is None else make()  # one that cannot be made is refused before any phone starts
             for traj_id in ids:
                 traj = db.get(traj_id)
                 task = tasks.get(traj.task_id or "")
+                if from_step is not None:  # before its phone starts
+                    _check_step(traj, from_step)
                 with open_device(serial, host, port, say=say) as (device, ref, source):
                     if source is not Source.sandbox and not allow_reset and ref.serial not in _disposable(settings):
                         raise fail(f"replay seeds and drives the phone, which changes its data, and {ref.serial} is not "
@@ -255,9 +287,9 @@ def replay(
                         good &= report.divergence is None
                         _print_reexecuted(traj, report, as_json)
                         continue
-                    brain = make_planner(planner or settings.planner, model, script, **_timeout(planner_timeout))
                     new = replan(traj, from_step, planner=brain, device=device, device_ref=ref, store=db,
                                  task=task, source=source, on_step=None if as_json else print_step)
+                    brain = make()  # the next trajectory's planner starts afresh (a script from its first call)
                     old_v = traj.verdict.success if traj.verdict else None
                     new_v = new.verdict.success if new.verdict else None
                     good &= bool(new_v)
@@ -272,6 +304,14 @@ def replay(
         raise fail(str(exc)) from exc
     if not good:
         raise typer.Exit(ExitCode.failed)
+
+
+def _check_step(traj, from_step: int) -> None:  # noqa: ANN001 - Trajectory
+    """Refuse a ``--from-step`` the trajectory does not have."""
+    if not traj.steps:
+        raise fail(f"{traj.id} has no steps to re-plan from")
+    if not 0 <= from_step < len(traj.steps):
+        raise fail(f"--from-step must be 0..{len(traj.steps) - 1} for {traj.id}")
 
 
 def _print_reexecuted(traj, report, as_json: bool) -> None:  # noqa: ANN001 - Trajectory, ReplayReport

@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Iterator
 
 from device_farm.adb import AdbDevice, list_states
 from device_farm.adbserver import AdbServer
+from device_farm.health import not_ready_reason
 from planner_runtime.contract import DeviceRef, Source, Step, Trajectory, new_id
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.memory import MemoryStore, episode_context, record_episode, scratch_store
@@ -44,17 +45,8 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
-_STATE_HINTS = {
-    "unauthorized": "accept the USB debugging dialog on it",
-    "offline": "reconnect it (adb reconnect) or restart adb on it",
-    "no permissions": "give your user access to the USB device (udev rules)",
-    "authorizing": "wait for the USB debugging dialog and accept it",
-}
-
-
 def _not_ready(serial: str, state: str) -> ConfigError:
-    hint = _STATE_HINTS.get(state, "make it ready (adb devices lists it as 'device')")
-    return ConfigError(f"phone {serial} is {state}: {hint}")
+    return ConfigError(not_ready_reason(serial, state))
 
 
 def _pick_serial(serial: str | None, adb_host: str, adb_port: int) -> str | None:

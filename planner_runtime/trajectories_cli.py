@@ -1,7 +1,8 @@
-"""``planner-agent trajectories list``: find stored trajectories by task, outcome, failure kind,
-planner, releases, source, collection and date, as a table or as JSON for scripts. A trajectory's
-tokens are its total, its sub-agents' share shown apart (``subagent_*`` and ``total_*`` in JSON;
-``prompt_tokens`` and ``completion_tokens`` stay its own)."""
+"""``planner-agent trajectories list``: find stored trajectories by task, outcome (the planner's
+failures kept apart from infra faults), failure kind, planner, releases, source, collection and
+date, as a table or as JSON for scripts. A trajectory's tokens are its total, its sub-agents'
+share shown apart (``subagent_*`` and ``total_*`` in JSON; ``prompt_tokens`` and
+``completion_tokens`` stay its own)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)  
 
 def outcome(row: Summary) -> str:
     if row.success is None:
-        return row.status if row.status in ("running", "interrupted") else "unverified"
+        return row.status if row.status in ("running", "interrupted", "infra_error") else "unverified"
     return "success" if row.success else f"failed ({row.failure_kind or '?'})"
 
 
@@ -50,7 +51,8 @@ def _table(rows: list[Summary]) -> Table:
 @trajectories_app.command("list")
 def list_trajectories(
     task: Optional[str] = typer.Option(None, "--task", help="Only this task id."),
-    failed: bool = typer.Option(False, "--failed", help="Only verified failures."),
+    failed: bool = typer.Option(False, "--failed", help="Only the planner's verified failures (not infra faults: see --infra)."),
+    infra: bool = typer.Option(False, "--infra", help="Only episodes an infra fault ended or spoiled (never scored against the planner)."),
     succeeded: bool = typer.Option(False, "--succeeded", help="Only verified successes."),
     failure_kind: Optional[str] = typer.Option(None, "--failure-kind", help="agent, infra or spec."),
     planner: Optional[str] = typer.Option(None, "--planner", help="Planner backend (local, openai, scripted)."),
@@ -65,8 +67,8 @@ def list_trajectories(
     as_json: bool = typer.Option(False, "--json", help="Print JSON (one object per trajectory)."),
 ) -> None:
     """List stored trajectories, oldest first, with their outcome, steps and tokens (sub-agents' included, shown apart)."""
-    if failed and succeeded:
-        raise fail("--failed and --succeeded exclude each other")
+    if sum((failed, succeeded, infra)) > 1:
+        raise fail("--failed, --succeeded and --infra exclude each other")
     kinds = {"agent", "infra", "spec"}
     if failure_kind is not None and failure_kind not in kinds:
         raise fail(f"--failure-kind must be one of {', '.join(sorted(kinds))}")
@@ -74,6 +76,7 @@ def list_trajectories(
         task_id=task, success=False if (failed or failure_kind) else (True if succeeded else None),
         failure_kind=failure_kind, planner=planner, planner_release=planner_release,
         harness_release=harness_release, source=source, collection=collection, since=since, until=until,
+        infra=True if infra else (False if failed and failure_kind is None else None),
     )
     try:
         with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
-from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Integer, MetaData, String, Table, Text
+from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Integer, MetaData, String, Table, Text, func
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Select
 
@@ -67,7 +67,9 @@ collections = Table(
 class Filter:
     """Which trajectories a query selects; ``None`` leaves a field unfiltered. ``success=False``
     is a verified failure (an unverified episode is neither); ``since`` is inclusive, ``until``
-    exclusive, both on the start time."""
+    exclusive, both on the start time. ``infra=True`` selects the episodes an infra fault ended
+    (``infra_error``) or spoiled (a verdict of kind ``infra``), never the planner's doing;
+    ``infra=False`` leaves them out."""
 
     task_id: str | None = None
     status: str | None = None
@@ -80,6 +82,7 @@ class Filter:
     collection: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    infra: bool | None = None
 
     def apply(self, query: Select) -> Select:
         t = trajectories
@@ -88,6 +91,10 @@ class Filter:
             value = getattr(self, name)
             if value is not None:
                 query = query.where(t.c[name] == (value.value if isinstance(value, Enum) else value))
+        if self.infra is not None:
+            # coalesce: a NULL failure kind must compare false, not NULL, or negation drops the row
+            infra = (t.c.status == "infra_error") | (func.coalesce(t.c.failure_kind, "") == "infra")
+            query = query.where(infra if self.infra else ~infra)
         if self.since is not None:
             query = query.where(t.c.started_at >= aware(self.since))
         if self.until is not None:

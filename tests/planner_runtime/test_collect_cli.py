@@ -80,6 +80,36 @@ def test_resume_refuses_options_that_contradict_the_collection(tmp_path, scripte
     assert len(_items(tmp_path, coll)) == 4  # nothing ran
 
 
+def test_resume_runs_the_suite_and_script_it_started_with_though_the_files_changed_or_went(tmp_path):
+    from planner_runtime.tasks.spec import SUITES_DIR
+
+    suite, calls = tmp_path / "suite.yaml", tmp_path / "calls.json"
+    suite.write_text((SUITES_DIR / "skeleton.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    calls.write_text(json.dumps({"clock.set_alarm": ALARM}))
+    first = cli("collect", "--suite", str(suite), "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(calls),
+                *_place(tmp_path), "--json")
+    assert first.returncode == 0, first.stderr
+    coll = json.loads(first.stdout)["collection"]
+    assert json.loads(first.stdout)["succeeded"] == 1
+
+    wrong = [{"name": "set_alarm", "arguments": {"hour": 9, "minutes": 0}}, {"name": "finish", "arguments": {"answer": "ok"}}]
+    calls.write_text(json.dumps({"clock.set_alarm": wrong}))  # edited between the stop and the resume
+    edited = cli("collect", "--resume", coll, "-k", "2", *_place(tmp_path), "--json")
+    assert edited.returncode == 0, edited.stderr
+    assert (json.loads(edited.stdout)["succeeded"], json.loads(edited.stdout)["failed"]) == (1, 0)  # the recorded calls ran
+
+    refused = cli("collect", "--resume", coll, "-k", "3", "--script", str(calls), *_place(tmp_path))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    _no_traceback(refused)
+    assert f"--script {calls} has changed since this collection was started" in _said(refused)
+
+    suite.unlink()
+    calls.unlink()  # gone: the resume does not need them
+    gone = cli("collect", "--resume", coll, "-k", "3", *_place(tmp_path), "--json")
+    assert gone.returncode == 0, gone.stderr
+    assert (json.loads(gone.stdout)["succeeded"], json.loads(gone.stdout)["skipped"]) == (1, 2)
+
+
 def test_an_unknown_collection_or_store_is_a_usage_error(tmp_path, scripted):
     cli("collect", *scripted, *_place(tmp_path))
     res = cli("collect", "--resume", "coll_nosuchthing", *_place(tmp_path))
@@ -88,6 +118,17 @@ def test_an_unknown_collection_or_store_is_a_usage_error(tmp_path, scripted):
     res = cli("collect", "--resume", "coll_nosuchthing", "--store", str(typo))
     assert res.returncode == 2 and "no trajectory store at" in _said(res), res.stderr
     assert not typo.exists()
+
+
+@pytest.mark.parametrize("selection, said", [(["--task", "nope"], "no task 'nope'"),
+                                              (["--task", "clock.set_alarm", "--split", "test"], "no task matches")])
+def test_a_selection_of_no_task_is_refused_before_a_store_is_made(tmp_path, selection, said):
+    store = tmp_path / "new.sqlite"
+    res = cli("collect", *selection, "--planner", "scripted", "--store", str(store), "--state-dir", str(tmp_path / "pool"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    _no_traceback(res)
+    assert said in _said(res)
+    assert not store.exists()
 
 
 @pytest.mark.parametrize("bad", [["-n", "0"], ["-k", "0"], ["--max-steps", "0"], ["--planner-timeout", "0"]])
@@ -206,8 +247,7 @@ def test_phones_that_are_not_virtual_are_not_wiped_without_allow_reset(tmp_path,
     _no_traceback(res)
     assert "--allow-reset" in _said(res) and virtual_phone.serial in _said(res)
     assert _alarms(virtual_phone) == before  # its alarms are still there
-    with sqlite3.connect(tmp_path / "t.sqlite") as db:
-        assert db.execute("SELECT count(*) FROM trajectories").fetchone()[0] == 0
+    assert not (tmp_path / "t.sqlite").exists()  # refused before a store was made
 
     allowed = cli("collect", *scripted, *adb, *_place(tmp_path), "--allow-reset", "--json")
     assert allowed.returncode == 0, allowed.stderr

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from device_farm.adbserver import free_port
-from planner_runtime.contract import Source
+from planner_runtime.contract import FailureKind, Source
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.replay import reexecute, replan
 from planner_runtime.runner import run_goal
@@ -104,3 +104,26 @@ def test_replay_never_creates_a_mistyped_store(tmp_path):
     res = replay_cli("traj_x", "--store", str(typo), "--adb", f"127.0.0.1:{free_port()}")
     assert res.returncode == 2 and "no trajectory store at" in " ".join(res.stderr.split()), res.stderr
     assert not typo.exists()
+
+
+def test_a_step_the_trajectory_does_not_have_is_refused_before_a_phone_starts(device, device_ref, store, tmp_path):
+    traj = _record(device, device_ref, store, "6:15")
+    finish = tmp_path / "finish.json"
+    finish.write_text(json.dumps([{"name": "finish", "arguments": {"answer": "done"}}]))
+    res = replay_cli(traj.id, "--from-step", "99", "--planner", "scripted", "--script", str(finish),
+                     "--adb", f"127.0.0.1:{free_port()}", "--store", str(store.path))
+    assert res.returncode == 2, res.stdout + res.stderr
+    said = " ".join(res.stderr.split())
+    assert f"--from-step must be 0..{len(traj.steps) - 1} for {traj.id}" in said and "Traceback" not in said
+    assert "virtual phone" not in said  # no phone was started for nothing
+    assert len(list(store.ids())) == 1  # nor a trajectory stored
+
+
+def test_replay_failed_leaves_out_trajectories_an_infra_fault_failed(device, device_ref, store):
+    planners_fault = _record(device, device_ref, store, "8:00")  # the wrong switch: the planner's failure
+    spoiled = _record(device, device_ref, store, "8:00")
+    store.set_verdict(spoiled.id, spoiled.verdict.model_copy(update={"failure_kind": FailureKind.infra}))  # judged an infra fault
+    assert planners_fault.verdict.success is False and store.get(spoiled.id).verdict.failure_kind is FailureKind.infra
+    res = replay_cli("--failed", "--adb", f"127.0.0.1:{free_port()}", "--store", str(store.path), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [json.loads(line)["trajectory"] for line in res.stdout.splitlines()] == [planners_fault.id]

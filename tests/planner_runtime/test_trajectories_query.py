@@ -95,8 +95,8 @@ def test_cli_lists_and_filters(filled):
     res = _cli("--store", str(path), "--failed", "--json")
     assert res.returncode == 0, res.stderr
     rows = json.loads(res.stdout)
-    assert [r["id"] for r in rows] == [ids["agent"], ids["infra"]]
-    assert [r["outcome"] for r in rows] == ["failed (agent)", "failed (infra)"]
+    assert [r["id"] for r in rows] == [ids["agent"]]  # an infra fault is no failure of the planner's
+    assert [r["outcome"] for r in rows] == ["failed (agent)"]
     res = _cli("--store", str(path), "--failure-kind", "agent", "--planner", "scripted", "--since", "2026-03-02", "--json")
     assert [r["id"] for r in json.loads(res.stdout)] == [ids["agent"]]
     res = _cli("--store", str(path), "--source", "sandbox", "--until", "2026-03-02")
@@ -106,3 +106,26 @@ def test_cli_lists_and_filters(filled):
     assert res.returncode == 0 and "no trajectories match" in res.stdout
     res = _cli("--store", str(path), "--failure-kind", "cosmic")
     assert res.returncode == 2 and "must be one of agent, infra, spec" in res.stderr
+
+
+def test_failed_leaves_out_infra_faults_and_infra_lists_them(filled):
+    store, path, ids = filled
+    dropped = Trajectory(goal="goal of clock.set_alarm", task_id="clock.set_alarm", source=Source.real,
+                         device=DeviceRef(serial="emulator-5554"), planner="scripted", started_at=T0 + timedelta(days=5))
+    store.begin(dropped)
+    store.end(dropped.id, TrajectoryStatus.infra_error, answer=None, usage=Usage())  # the phone went away: no verdict
+    assert list(store.ids(success=False, infra=False)) == [ids["agent"]]
+    assert list(store.ids(infra=True)) == [ids["infra"], dropped.id]
+    assert len(list(store.ids(infra=False))) == 4  # unverified and successful episodes are no infra faults
+
+    failed = _cli("--store", str(path), "--failed", "--json")
+    assert failed.returncode == 0, failed.stderr
+    assert [r["id"] for r in json.loads(failed.stdout)] == [ids["agent"]]
+    infra = _cli("--store", str(path), "--infra", "--json")
+    assert infra.returncode == 0, infra.stderr
+    assert [(r["id"], r["outcome"]) for r in json.loads(infra.stdout)] == [(ids["infra"], "failed (infra)"),
+                                                                          (dropped.id, "infra_error")]
+    asked = _cli("--store", str(path), "--failed", "--failure-kind", "infra", "--json")  # asked for by name: shown
+    assert [r["id"] for r in json.loads(asked.stdout)] == [ids["infra"]]
+    both = _cli("--store", str(path), "--failed", "--infra")
+    assert both.returncode == 2 and "exclude each other" in both.stderr
