@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from planner_runtime.cli_common import ExitCode, console, err, fail
 from planner_runtime.config import Settings, parse_host_port
-from planner_runtime.errors import PlannerRuntimeError, TaskSpecError
+from planner_runtime.errors import PlannerRuntimeError
 
 tasks_app = typer.Typer(help="Task specs and suites.", no_args_is_help=True)
 skills_app = typer.Typer(help="Skills: how to use the tools (skills/<name>/SKILL.md).", no_args_is_help=True)

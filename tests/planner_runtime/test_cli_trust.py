@@ -231,14 +231,16 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path):
                "--store", str(db)).returncode == 0
     traj_id = _trajectory_ids(db)[0]
     run = ("run", "Look around", "--virtual", "--store", str(db))
-    scripted = (*run, "--planner", "scripted")
+    planner = (*run, "--planner", "scripted")
+    scripted = (*planner, "--script", script(tmp_path, SET_730))
     typo = str(tmp_path / "typo.sqlite")
     cases = {
-        "missing --script": ((*scripted, "--script", str(tmp_path / "nope.json")), "cannot read it"),
-        "--script not JSON": ((*scripted, "--script", str(tmp_path / "notjson.json")), "not JSON"),
-        "--script not a list": ((*scripted, "--script", str(tmp_path / "map.json")), "expected a JSON list of tool calls"),
-        "--script items not objects": ((*scripted, "--script", str(tmp_path / "items.json")), "item 0 is not an object"),
-        "--script item without a name": ((*scripted, "--script", str(tmp_path / "noname.json")), 'item 0 has no "name"'),
+        "missing --script": ((*planner, "--script", str(tmp_path / "nope.json")), "cannot read it"),
+        "--script not JSON": ((*planner, "--script", str(tmp_path / "notjson.json")), "not JSON"),
+        "--script not a list": ((*planner, "--script", str(tmp_path / "map.json")), "expected a JSON list of tool calls"),
+        "--script items not objects": ((*planner, "--script", str(tmp_path / "items.json")), "item 0 is not an object"),
+        "--script item without a name": ((*planner, "--script", str(tmp_path / "noname.json")), 'item 0 has no "name"'),
+        "--planner scripted without --script": (planner, "--planner scripted needs --script"),
         "--answers a list": ((*scripted, "--answers", str(tmp_path / "answers.yaml")), "expected a mapping of question pattern"),
         "--policy a list": ((*scripted, "--policy", str(tmp_path / "policy.yaml")), "policy"),
         "--max-steps 0": ((*scripted, "--max-steps", "0"), "--max-steps"),
