@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from planner_runtime.cli_common import (
     EXIT_CODES_HELP, ExitCode, answerer, console, episode_exit, err, fail, make_planner, print_child_step, print_step, print_summary,
     reports_to_stderr, safety_gate,
 )
 from planner_runtime.collect_cli import collect, devices, export_app, replay
-from planner_runtime.config import Settings, parse_host_port
+from planner_runtime.config import Settings, parse_host_port, unknown_variables
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
 from planner_runtime.memory_cli import memory_app, run_memory
 from planner_runtime.tasks_cli import skills_app, tasks_app
@@ -59,6 +60,8 @@ def main(
         Settings.from_env()
     except ConfigError as exc:
         raise fail(str(exc)) from exc
+    for warning in unknown_variables():
+        err.print(warning, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command(epilog=EXIT_CODES_HELP)
@@ -67,7 +70,8 @@ def run(
     task: Optional[str] = typer.Option(None, "--task", help="Run a task from the built-in suite by id: seeds the phone first and verifies after."),
     suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
     serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Drive this attached phone."),
-    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
+    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on; it must be running "
+                                      "(only the default, 127.0.0.1:5037, may be absent, and then the built-in virtual phone is used)."),
     virtual: bool = typer.Option(False, "--virtual", help="Use the built-in virtual phone even when a phone is attached."),
     allow_reset: bool = typer.Option(
         False, "--allow-reset", help="With --task on a phone other than the built-in virtual one: let the task's setup reset its data "
@@ -82,7 +86,8 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print only the trajectory as JSON on stdout (the live view goes to stderr)."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
     seed: int = typer.Option(0, "--seed", min=0, help="With --task: the seed its random parameters are drawn with."),
-    profile: Optional[str] = typer.Option(None, "--profile", help="Memory profile to recall from and write to (default: 'default'; a task run without it gets a scratch memory)."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Memory profile to recall from and write to (default: 'default'; a task run without it, "
+                                          "and a task that seeds memories always, gets a scratch memory)."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Do not read or write the memory profile."),
     answers: Optional[Path] = typer.Option(None, "--answers", help="YAML of question pattern (regex) → answer for ask_user; without a terminal and without it, no user is available."),
 ) -> None:
@@ -95,6 +100,7 @@ def run(
     from device_farm.errors import DeviceError
     from planner_runtime.contract import new_id
     from planner_runtime.runner import check_reset, open_device, run_goal
+    from planner_runtime.tasks.seeding import seeds_memory
     from planner_runtime.tasks.spec import builtin_suite, find_task, load_suite
     from planner_runtime.trajectories import TrajectoryStore
 
@@ -113,9 +119,16 @@ def run(
         brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout)
         host, port = parse_host_port(adb or settings.adb)
         gate, ask = safety_gate(policy), answerer(answers)
-        with reports_to_stderr(as_json), TrajectoryStore(store or settings.store_path) as db, \
-                run_memory(settings.home, profile, no_memory, spec is not None) as memory, \
-                open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]"), virtual=virtual) as (device, ref, source):
+        if spec is not None and seeds_memory(spec) and profile is not None and not no_memory:
+            err.print(f"[yellow]warning: task {spec.id} seeds its own memories, so it runs on a scratch memory: "
+                      f"profile {escape(profile)!r} is neither read nor written[/yellow]", soft_wrap=True)
+            no_memory = True
+        # the phone first: a phone or adb server that is not there leaves no store nor profile behind
+        with reports_to_stderr(as_json), \
+                open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]"), virtual=virtual,
+                            named=adb is not None or settings.adb_named) as (device, ref, source), \
+                TrajectoryStore(store or settings.store_path) as db, \
+                run_memory(settings.home, profile, no_memory, spec is not None) as memory:
             if spec is not None:
                 check_reset(spec, ref, source, allow_reset=allow_reset, disposable=settings.disposable_serials,
                             warn=lambda m: err.print(f"[yellow]{m}[/yellow]", soft_wrap=True))

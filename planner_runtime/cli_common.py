@@ -172,14 +172,18 @@ def load_script(path: Path) -> list[dict[str, Any]]:
 
 
 def make_planner(backend: str, model: str | None, script: Path | None, timeout: float | None = None):  # noqa: ANN202 - a Planner
-    """The planner of ``--planner``; ``timeout`` (seconds per request) applies to openai backends."""
+    """The planner of ``--planner``; ``timeout`` (seconds per request) applies to openai backends.
+    ``scripted`` needs ``script``: without one it would plan nothing and an episode would end
+    with nothing done, counted as finished."""
     from planner_runtime import planners
 
     kwargs: dict = {}
     if backend == "local" and model:
         kwargs["model"] = model
     if backend == "scripted":
-        kwargs["script"] = load_script(script) if script else []
+        if script is None:
+            raise ConfigError('--planner scripted needs --script FILE, a JSON list of tool calls like [{"name": "finish", "arguments": {"answer": "done"}}]')
+        kwargs["script"] = load_script(script)
     if timeout is not None and backend.startswith("openai"):
         kwargs["timeout"] = timeout
     return planners.create(backend, **kwargs)

@@ -2,15 +2,19 @@
 
 This is the one place that reads the environment; everything else takes plain arguments. A bad
 value is a :class:`~planner_runtime.errors.ConfigError` naming the variable, its value and what
-it must be, one line per variable.
+it must be, one line per variable. A ``PLANNER_AGENT_*`` variable that is no setting (a typo such
+as ``MAXSTEPS`` for ``MAX_STEPS``) would be ignored silently, so :func:`unknown_variables` names it
+with the closest known one; the few variables read where they are used (:data:`OTHER_VARIABLES`)
+count as known.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -18,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from planner_runtime.errors import ConfigError
 
 PREFIX = "PLANNER_AGENT_"
+# Read by the module that needs them, not through Settings: the model cache and file, the skills folder.
+OTHER_VARIABLES = ("PLANNER_AGENT_CACHE_DIR", "PLANNER_AGENT_MODEL_GGUF", "PLANNER_AGENT_SKILLS_DIR")
 
 
 class Settings(BaseModel):
@@ -81,6 +87,12 @@ class Settings(BaseModel):
         return value
 
     @property
+    def adb_named(self) -> bool:
+        """Whether PLANNER_AGENT_ADB names the adb server; only the default one may be absent
+        (then the built-in virtual phone is used)."""
+        return "adb" in self.model_fields_set
+
+    @property
     def store_path(self) -> Path:
         return self.home / "trajectories.sqlite"
 
@@ -99,6 +111,23 @@ class Settings(BaseModel):
             raise ConfigError("; ".join(_explain(error, values) for error in exc.errors())) from None
 
 
+def known_variables() -> list[str]:
+    """Every ``PLANNER_AGENT_*`` variable the project reads."""
+    return [Settings.variable(name) for name in Settings.model_fields] + list(OTHER_VARIABLES)
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per ``PLANNER_AGENT_*`` variable that nothing reads, naming the closest known one."""
+    env = os.environ if environ is None else environ
+    known = known_variables()
+    warnings = []
+    for name in sorted(n for n in env if n.startswith(PREFIX) and n not in known):
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(known)}"
+        warnings.append(f"warning: {name} is not a planner-agent setting and is ignored; {hint}")
+    return warnings
+
+
 def _explain(error: Any, values: dict[str, str]) -> str:
     """``PLANNER_AGENT_MAX_STEPS='0': Input should be greater than or equal to 1``."""
     field = str(error["loc"][0]) if error["loc"] else ""
@@ -108,10 +137,9 @@ def _explain(error: Any, values: dict[str, str]) -> str:
     return f"{Settings.variable(field)}={shown[:80]!r}: {f'at {inner}: ' if inner else ''}{message}"
 
 
-def parse_host_port(value: str, default_port: int = 5037) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host:
-        host, port = value, str(default_port)
-    if not port.isdigit() or not 0 < int(port) < 65536:
+def parse_host_port(value: str) -> tuple[str, int]:
+    """``host:port`` → ``(host, port)``; both parts are required (a bare word is a typo, not a host)."""
+    host, colon, port = value.strip().rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"expected host:port with a port from 1 to 65535, got {value!r}")
-    return host or "127.0.0.1", int(port)
+    return host, int(port)

@@ -8,6 +8,7 @@ prints records as they are exported.
 from __future__ import annotations
 
 import json
+import sys
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -180,6 +181,8 @@ def memory_forget(
     """Delete memories by id, or all that match --query (after showing them)."""
     if not ids and query is None:
         raise fail("give memory ids or --query")
+    if query is not None and not yes and not sys.stdin.isatty():
+        raise fail("memory forget --query asks before deleting and there is no terminal to ask on: pass --yes to delete what matches")
     try:
         with _store(profile) if _exists(profile) else nullcontext() as store:
             targets = list(ids or [])
@@ -233,11 +236,12 @@ def memory_import(
     profile: str = _PROFILE,
 ) -> None:
     """Add the memories of a JSONL export; ids already in the profile are skipped."""
-    from planner_runtime.harness.memory import import_jsonl
+    from planner_runtime.harness.memory import read_jsonl
 
     try:
+        items = read_jsonl(path)  # before the profile is opened: a bad file creates no profile
         with _store(profile) as store:
-            added, skipped = import_jsonl(store, path)
+            added, skipped = store.add_many(items)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     console.print(f"imported {added} memories into profile {profile!r} ({skipped} already there)")

@@ -2,8 +2,11 @@
 
 :func:`open_device` finds a phone — the given serial, else the first phone on the adb server,
 else the built-in virtual phone behind a private adb server; a phone that is listed but not
-ready (unauthorized, offline) is reported, never replaced by the virtual one. :func:`run_goal`
-runs one episode on it, writing the trajectory and, when the goal is a task, its verdict.
+ready (unauthorized, offline) is reported, never replaced by the virtual one. Only the default
+adb server may be missing or empty for the virtual phone to stand in: a server the user named
+(``--adb``, PLANNER_AGENT_ADB) that is not there, or a ``--serial`` it does not list, is the
+user's mistake, a :class:`ConfigError`. :func:`run_goal` runs one episode on it, writing the
+trajectory and, when the goal is a task, its verdict.
 
 Seeding a task resets data on the phone (its setup deletes alarms, contacts, settings...), so
 :func:`check_reset` allows it on the built-in virtual phone and on phones the user marked
@@ -49,14 +52,21 @@ def _not_ready(serial: str, state: str) -> ConfigError:
     return ConfigError(not_ready_reason(serial, state))
 
 
-def _pick_serial(serial: str | None, adb_host: str, adb_port: int) -> str | None:
+def _pick_serial(serial: str | None, adb_host: str, adb_port: int, named: bool) -> str | None:
     """The serial to drive: the given one once it is ready, else the first ready phone, else
-    ``None`` (no phone listed at all: the virtual phone is used)."""
-    if serial is None and not _listening(adb_host, adb_port):
-        return None
+    ``None`` (the default server is down or lists no phone: the virtual phone is used)."""
+    where = f"adb server {adb_host}:{adb_port}"
+    if not _listening(adb_host, adb_port):
+        if serial is None and not named:
+            return None
+        raise ConfigError(f"no {where} is listening: start it (adb -P {adb_port} start-server) or check --adb / PLANNER_AGENT_ADB"
+                          + ("; leave both out to use the built-in virtual phone" if serial is None else ""))
     states = list_states(adb_host, adb_port)
     if serial is not None:
-        if states.get(serial, "device") != "device":  # not listed at all: connect() says so
+        if serial not in states:
+            listed = ", ".join(f"{s} ({state})" for s, state in states.items()) or "none"
+            raise ConfigError(f"no phone {serial!r} on the {where}; it lists: {listed}")
+        if states[serial] != "device":
             raise _not_ready(serial, states[serial])
         return serial
     ready = [s for s, state in states.items() if state == "device"]
@@ -64,17 +74,21 @@ def _pick_serial(serial: str | None, adb_host: str, adb_port: int) -> str | None
         return ready[0]
     if states:  # a phone is plugged in but not usable: say so rather than quietly use another
         raise _not_ready(*next(iter(states.items())))
+    if named:
+        raise ConfigError(f"the {where} lists no phone: connect one (adb -P {adb_port} connect HOST:PORT), or pass --virtual")
     return None
 
 
 @contextmanager
 def open_device(
-    serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print, virtual: bool = False
+    serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print, virtual: bool = False,
+    named: bool = False,
 ) -> Iterator[tuple[AdbDevice, DeviceRef, Source]]:
     """Yield a connected device, its reference and the trajectory source it implies; with
-    ``virtual``, the built-in virtual phone whatever is attached."""
+    ``virtual``, the built-in virtual phone whatever is attached. ``named``: the user named this
+    adb server, so it must be there and list a phone (no virtual phone stands in)."""
     with ExitStack() as stack:
-        serial = None if virtual else _pick_serial(serial, adb_host, adb_port)
+        serial = None if virtual else _pick_serial(serial, adb_host, adb_port, named)
         if serial is not None:
             device = AdbDevice(serial, adb_host=adb_host, adb_port=adb_port)
             source = Source.real
@@ -162,8 +176,9 @@ def run_goal(
     ``max_steps`` overrides the task's own limit; without either the default is 12.
     With ``memory`` (a user's profile, open), what it knows that bears on the goal and the due
     reminders are appended to the system prompt, the memory tools are offered, and a summary of
-    the episode is written to it at the end. A task that seeds memories and is given none runs
-    on a scratch store, so running a task never changes a real profile.
+    the episode is written to it at the end. A task that seeds memories always runs on a scratch
+    store instead, given a profile or not: its seeds never enter a real profile (see
+    :mod:`planner_runtime.harness.memory`), and its checks see the task's memories only.
     ``ask_user`` is answered by the task's scripted ``user_answers`` first, then by ``ask`` (the
     person at the terminal, or a file of answers); without either, no user is available.
     ``on_child_step`` sees the steps of delegated sub-agents as they happen. ``trajectory_id``
@@ -172,7 +187,7 @@ def run_goal(
     :func:`check_reset` first.
     """
     with ExitStack() as stack:
-        if memory is None and task is not None and seeds_memory(task):
+        if task is not None and seeds_memory(task):
             memory = stack.enter_context(scratch_store())
         if task is not None:
             seed(task, device, memory)

@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from planner_runtime.cli_common import ExitCode, console, err, fail
 from planner_runtime.config import Settings, parse_host_port
-from planner_runtime.errors import PlannerRuntimeError, TaskSpecError
+from planner_runtime.errors import PlannerRuntimeError
 
 tasks_app = typer.Typer(help="Task specs and suites.", no_args_is_help=True)
 skills_app = typer.Typer(help="Skills: how to use the tools (skills/<name>/SKILL.md).", no_args_is_help=True)
@@ -149,16 +149,18 @@ def tasks_check(
     """Validate a suite file; errors name the line and field (exit 2 when it is invalid).
     Checks that read device state the setup never sets are warnings (a real phone keeps what
     earlier runs left): the suite is still valid."""
-    from planner_runtime.tasks.spec import load_suite
+    from planner_runtime.tasks.spec import load_suite, suite_problems
     from planner_runtime.tasks.state_coverage import suite_unset_reads
 
-    try:
-        tasks = load_suite(path)
-    except TaskSpecError as exc:
+    problems = suite_problems(path)
+    if problems:  # every problem, one line each, so one run of the check finds them all
         if as_json:
-            _emit({"path": str(path), "ok": False, "error": {"path": exc.path, "line": exc.line, "field": exc.field,
-                                                              "message": exc.message}})
-        raise fail(str(exc)) from exc
+            shown = [{"path": p.path, "line": p.line, "field": p.field, "message": p.message} for p in problems]
+            _emit({"path": str(path), "ok": False, "error": shown[0], "errors": shown})
+        for problem in problems[:-1]:
+            fail(str(problem))  # prints the line; the last one's exit ends the command
+        raise fail(str(problems[-1]))
+    tasks = load_suite(path)
     unset = suite_unset_reads(tasks.tasks)
     for u in unset:
         err.print(f"[yellow]warning:[/yellow] {escape(str(path))}: {escape(u.message())}", soft_wrap=True)

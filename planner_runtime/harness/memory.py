@@ -13,6 +13,12 @@ summary only when the episode is worth recalling as the user's own — it finish
 (if any) passed, and a model planned it. A failed, truncated, interrupted or infra-stopped
 episode and a scripted planner's replay leave no summary (:func:`should_record`), so trying
 things out never fills a profile with episodes nobody asked for.
+
+What a task writes to a profile: nothing. A task that seeds memories ("I keep my screen
+brightness at 30%") runs on a :func:`scratch_store` whatever profile was asked for, so its
+made-up memories never enter a real one, and the profile is not read either: the task's checks
+must not depend on what a user happens to have stored. A task without memory seeds may use a
+profile like any goal.
 """
 
 from __future__ import annotations
@@ -180,16 +186,23 @@ def export_jsonl(store: MemoryStore, path: Path | str, *, kinds: Iterable[Memory
 def import_jsonl(store: MemoryStore, path: Path | str) -> tuple[int, int]:
     """Add the records of an export; returns (added, skipped because the id is already here).
     A bad line raises :class:`StoreError` naming it, and then nothing is added."""
+    return store.add_many(read_jsonl(path))
+
+
+def read_jsonl(path: Path | str) -> list[Memory]:
+    """The records of an export, all checked; a line that is not one raises :class:`StoreError`."""
     items = []
     try:
-        with open(path, encoding="utf-8") as src:
-            for number, line in enumerate(src, 1):
-                if not line.strip():
-                    continue
+        with open(path, "rb") as src:  # decoded line by line, so a bad byte is reported with its line
+            for number, raw in enumerate(src, 1):
                 try:
-                    items.append(Memory.model_validate(json.loads(line)))
+                    line = raw.decode("utf-8")
+                    if line.strip():
+                        items.append(Memory.model_validate(json.loads(line)))
+                except UnicodeDecodeError as exc:
+                    raise StoreError(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start}): not a memory export") from exc
                 except (ValueError, ValidationError) as exc:
                     raise StoreError(f"{path}:{number}: not a memory record: {str(exc).splitlines()[0]}") from exc
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
-    return store.add_many(items)
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return items

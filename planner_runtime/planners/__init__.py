@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from typing import Any, Protocol, Sequence, runtime_checkable
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
@@ -90,6 +91,13 @@ def parse_planner_url(spec: str) -> tuple[str, dict[str, Any]]:
     address, slash, model = rest.partition("/")
     if not address or not model:
         raise ConfigError(f"planner {spec!r}: expected openai://host:port/model")
+    try:  # a bad port would otherwise surface only as an unreachable endpoint, an infra fault
+        parts = urlsplit(f"{transport}://{address}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or port == 0 or (port is None and address.rpartition("]")[2].count(":")):
+        raise ConfigError(f"planner {spec!r}: expected openai://host:port/model with a port from 1 to 65535")
     # The model name may hold slashes (``Qwen/Qwen2.5-7B-Instruct``); the API root is /v1.
     return "openai", {"base_url": f"{transport}://{address}/v1", "model": model}
 

@@ -333,41 +333,71 @@ def _message(err: Any) -> str:
 
 
 def load_suite(path: Path | str) -> Suite:
-    """Load and validate a suite file; raise :class:`TaskSpecError` naming line and field."""
-    path = Path(path)
+    """Load and validate a suite file; raise :class:`TaskSpecError` naming line and field (the
+    first problem; :func:`suite_problems` lists them all)."""
+    suite, problems = _parse(Path(path))
+    if problems:
+        raise problems[0]
+    assert suite is not None
+    return suite
+
+
+def suite_problems(path: Path | str) -> list[TaskSpecError]:
+    """Every problem of a suite file, in file order, one per field (none: the suite loads). A
+    file that cannot be read or parsed as YAML has one problem: nothing past it can be checked."""
+    return _parse(Path(path))[1]
+
+
+def _parse(path: Path) -> tuple[Suite | None, list[TaskSpecError]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise TaskSpecError(str(path), None, "file", exc.strerror or str(exc)) from exc
+        return None, [TaskSpecError(str(path), None, "file", exc.strerror or str(exc))]
     except UnicodeDecodeError as exc:
         text_line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise TaskSpecError(str(path), text_line, "file", f"not UTF-8 text (byte {exc.object[exc.start]:#04x})") from exc
+        return None, [TaskSpecError(str(path), text_line, "file", f"not UTF-8 text (byte {exc.object[exc.start]:#04x})")]
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise TaskSpecError(str(path), mark.line + 1 if mark else None, "yaml", str(exc).splitlines()[0]) from exc
-    except RecursionError as exc:
-        raise TaskSpecError(str(path), None, "yaml", "nested too deeply") from exc
+        return None, [TaskSpecError(str(path), mark.line + 1 if mark else None, "yaml", str(exc).splitlines()[0])]
+    except RecursionError:
+        return None, [TaskSpecError(str(path), None, "yaml", "nested too deeply")]
     if isinstance(data, list):  # a bare list of tasks is accepted too
         data, node = {"tasks": data}, yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "tasks"), node)])
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        return None, _validation_problems(path, node, exc)
+    problems = []
+    seen: set[str] = set()
+    for i, task in enumerate(suite.tasks):
+        if task.id in seen:
+            problems.append(TaskSpecError(str(path), _line_of(node, ["tasks", i, "id"]), f"tasks.{i}.id", f"duplicate task id {task.id!r}"))
+        seen.add(task.id)
+    if problems:
+        return None, problems
+    return Suite(tasks=tuple(t for task in suite.tasks for t in task.expanded())), []
+
+
+def _validation_problems(path: Path, node: yaml.Node | None, exc: ValidationError) -> list[TaskSpecError]:
+    """One problem per field pydantic refused; a field refused by several members of a union
+    (each saying why it is not that member) is reported once, by the first."""
+    problems: dict[str, TaskSpecError] = {}
+    errors = exc.errors()
+    deeper = {tuple(e["loc"][:n]) for e in errors for n in range(len(e["loc"]))}
+    for err in errors:
+        if err["type"] == "too_short" and tuple(err["loc"]) in deeper:
+            continue  # "no tasks left" only because the tasks below it were refused: those say why
         loc, message = list(err["loc"]), _message(err)
         problem = err.get("ctx", {}).get("error")
         if isinstance(problem, FieldProblem):  # found by a task-wide check: point at the field itself
             loc, message = loc + list(problem.loc), problem.message
         field = ".".join(str(p) for p in loc) or "tasks"
-        raise TaskSpecError(str(path), _line_of(node, loc), field, message) from exc
-    seen: set[str] = set()
-    for i, task in enumerate(suite.tasks):
-        if task.id in seen:
-            raise TaskSpecError(str(path), _line_of(node, ["tasks", i, "id"]), f"tasks.{i}.id", f"duplicate task id {task.id!r}")
-        seen.add(task.id)
-    return Suite(tasks=tuple(t for task in suite.tasks for t in task.expanded()))
+        line = _line_of(node, loc)
+        problems.setdefault(f"{line}:{field}", TaskSpecError(str(path), line, field, message))
+    return sorted(problems.values(), key=lambda p: p.line or 0)
 
 
 def builtin_suite(name: str | None = None) -> Suite:

@@ -38,7 +38,7 @@ def test_run_task_with_scripted_planner_on_the_builtin_phone(tmp_path):
     script = tmp_path / "calls.json"
     script.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "Set."}}]))
     db = tmp_path / "t.sqlite"
-    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(db))
+    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(script), "--virtual", "--store", str(db))
     assert res.returncode == 0, res.stderr + res.stdout
     assert "built-in virtual phone" in res.stderr
     assert "step 1" in res.stdout and "set_alarm" in res.stdout
@@ -51,7 +51,7 @@ def test_run_task_with_scripted_planner_on_the_builtin_phone(tmp_path):
 def test_free_form_goal_runs_without_a_verdict(tmp_path):
     script = tmp_path / "calls.json"
     script.write_text(json.dumps([{"name": "read_screen", "arguments": {}}, {"name": "finish", "arguments": {"answer": "I see the home screen"}}]))
-    res = cli("run", "What is on my screen?", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
+    res = cli("run", "What is on my screen?", "--planner", "scripted", "--script", str(script), "--virtual", "--store", str(tmp_path / "t.sqlite"))
     assert res.returncode == 0, res.stderr
     assert "verdict: none" in res.stdout and "I see the home screen" in res.stdout
 
@@ -74,7 +74,7 @@ def test_tasks_list_and_check(tmp_path):
 @pytest.mark.slow
 def test_run_with_the_embedded_local_planner_writes_a_valid_trajectory(tmp_path):
     db = tmp_path / "t.sqlite"
-    res = cli("run", "Set an alarm for 7:30", "--max-steps", "2", "--adb", _no_adb(), "--store", str(db), timeout=600)
+    res = cli("run", "Set an alarm for 7:30", "--max-steps", "2", "--virtual", "--store", str(db), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:] + res.stdout[-3000:]
     traj_id = re.search(r"trajectory: (traj_\w+)", res.stdout).group(1)
     with TrajectoryStore(db) as store:
@@ -180,7 +180,7 @@ def test_replay_reexecutes_and_replans_from_the_cli(tmp_path):
     db, adb = str(tmp_path / "t.sqlite"), _no_adb()
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "ok"}}]))
-    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(wrong), "--adb", adb, "--store", db)
+    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(wrong), "--virtual", "--store", db)
     assert res.returncode == 1 and "verdict: failed" in res.stdout, res.stderr
     traj_id = re.search(r"trajectory: (traj_\w+)", res.stdout).group(1)
 
@@ -248,7 +248,7 @@ def test_run_delegates_shows_screens_and_nests_the_sub_agent_in_show(tmp_path):
     ]))
     db = tmp_path / "t.sqlite"
     res = cli("run", "--task", "subagent.save_number_as_new_contact", "--planner", "scripted", "--script", str(script),
-              "--adb", _no_adb(), "--store", str(db))
+              "--virtual", "--store", str(db))
     assert res.returncode == 0, res.stderr + res.stdout
     assert "verdict: success" in res.stdout
     assert "│ sub-step 1  open_app" in res.stdout  # the live view shows the child's steps as they run
@@ -268,7 +268,7 @@ def test_run_answers_ask_user_from_a_file_or_says_no_user(tmp_path):
                                   {"name": "finish", "arguments": {"answer": "ok"}}]))
     answers = tmp_path / "answers.yaml"
     answers.write_text("'which time': '7:30 please'\n")
-    common = ("run", "Set an alarm", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
+    common = ("run", "Set an alarm", "--planner", "scripted", "--script", str(script), "--virtual", "--store", str(tmp_path / "t.sqlite"))
     answered = cli(*common, "--answers", str(answers))
     assert answered.returncode == 0, answered.stderr
     assert "7:30 please" in answered.stdout
@@ -279,7 +279,7 @@ def test_run_answers_ask_user_from_a_file_or_says_no_user(tmp_path):
 def test_run_stops_at_the_token_limit(tmp_path):
     script = tmp_path / "calls.json"
     script.write_text(json.dumps([{"name": "read_screen", "arguments": {}}] * 5))
-    res = cli("run", "Look around", "--planner", "scripted", "--script", str(script), "--adb", _no_adb(),
+    res = cli("run", "Look around", "--planner", "scripted", "--script", str(script), "--virtual",
               "--store", str(tmp_path / "t.sqlite"), "--max-tokens", "50")
     assert res.returncode == 4, res.stderr  # ExitCode.truncated
     assert "status: truncated" in res.stdout and "(1 steps," in res.stdout

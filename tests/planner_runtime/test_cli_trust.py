@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from device_farm.adbserver import AdbServer, free_port
+from device_farm.adbserver import AdbServer
 from device_farm.virtual import VirtualPhone
 from planner_runtime.trajectories import TrajectoryStore
 
@@ -34,11 +34,6 @@ def script(tmp_path: Path, calls: list, name: str = "calls.json") -> str:
     path = tmp_path / name
     path.write_text(json.dumps(calls))
     return str(path)
-
-
-def no_adb() -> str:
-    """An adb address where nothing listens, so `run` uses the built-in virtual phone."""
-    return f"127.0.0.1:{free_port()}"
 
 
 def alarms(handle) -> list[tuple[int, int]]:  # noqa: ANN001 - PhoneHandle
@@ -140,7 +135,7 @@ def test_an_unauthorized_phone_is_reported_not_replaced_by_the_virtual_phone(tmp
 
 # -- exit statuses -------------------------------------------------------------------------------
 def test_exit_status_says_how_the_episode_ended(tmp_path):
-    common = ("--planner", "scripted", "--adb", no_adb(), "--store", str(tmp_path / "t.sqlite"))
+    common = ("--planner", "scripted", "--virtual", "--store", str(tmp_path / "t.sqlite"))
     assert cli("run", "--task", "clock.set_alarm", "--script", script(tmp_path, SET_730), *common).returncode == 0
     failed = cli("run", "--task", "clock.set_alarm", "--script", script(tmp_path, SET_745), *common)
     assert failed.returncode == 1 and "verdict: failed" in failed.stdout
@@ -173,7 +168,7 @@ def silent_planner():
 def test_ctrl_c_exits_130_and_names_the_kept_trajectory(tmp_path, silent_planner):
     db = tmp_path / "t.sqlite"
     proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "run", "Look around", "--planner", silent_planner,
-                             "--adb", no_adb(), "--store", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--virtual", "--store", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (db.exists() and _trajectory_ids(db)):
@@ -196,7 +191,7 @@ def _trajectory_ids(db: Path) -> list[str]:
 def test_planner_timeout_bounds_the_wait_for_a_silent_endpoint(tmp_path, silent_planner):
     started = time.monotonic()
     res = cli("run", "Look around", "--planner", silent_planner, "--planner-timeout", "0.5", "--max-steps", "1",
-              "--adb", no_adb(), "--store", str(tmp_path / "t.sqlite"), timeout=60)
+              "--virtual", "--store", str(tmp_path / "t.sqlite"), timeout=60)
     assert time.monotonic() - started < 40  # the default (60 s a request, retried) would still be waiting
     assert res.returncode in (3, 4) and "Traceback" not in res.stderr, res.stderr
 
@@ -204,7 +199,7 @@ def test_planner_timeout_bounds_the_wait_for_a_silent_endpoint(tmp_path, silent_
 # -- --json: only JSON on stdout -----------------------------------------------------------------
 def test_json_output_is_only_json_on_stdout(tmp_path):
     db = tmp_path / "t.sqlite"
-    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", script(tmp_path, SET_730), "--adb", no_adb(),
+    res = cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", script(tmp_path, SET_730), "--virtual",
               "--store", str(db), "--json")
     assert res.returncode == 0, res.stderr
     traj = json.loads(res.stdout)  # the whole of stdout
@@ -232,24 +227,26 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path):
     (tmp_path / "policy.yaml").write_text("- send\n")
     not_a_folder = tmp_path / "map.json"  # a file where --out wants a folder: unwritable, even for root
     db = tmp_path / "t.sqlite"
-    assert cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", script(tmp_path, SET_730), "--adb", no_adb(),
+    assert cli("run", "--task", "clock.set_alarm", "--planner", "scripted", "--script", script(tmp_path, SET_730), "--virtual",
                "--store", str(db)).returncode == 0
     traj_id = _trajectory_ids(db)[0]
-    run = ("run", "Look around", "--adb", no_adb(), "--store", str(db))
-    scripted = (*run, "--planner", "scripted")
+    run = ("run", "Look around", "--virtual", "--store", str(db))
+    planner = (*run, "--planner", "scripted")
+    scripted = (*planner, "--script", script(tmp_path, SET_730))
     typo = str(tmp_path / "typo.sqlite")
     cases = {
-        "missing --script": ((*scripted, "--script", str(tmp_path / "nope.json")), "cannot read it"),
-        "--script not JSON": ((*scripted, "--script", str(tmp_path / "notjson.json")), "not JSON"),
-        "--script not a list": ((*scripted, "--script", str(tmp_path / "map.json")), "expected a JSON list of tool calls"),
-        "--script items not objects": ((*scripted, "--script", str(tmp_path / "items.json")), "item 0 is not an object"),
-        "--script item without a name": ((*scripted, "--script", str(tmp_path / "noname.json")), 'item 0 has no "name"'),
+        "missing --script": ((*planner, "--script", str(tmp_path / "nope.json")), "cannot read it"),
+        "--script not JSON": ((*planner, "--script", str(tmp_path / "notjson.json")), "not JSON"),
+        "--script not a list": ((*planner, "--script", str(tmp_path / "map.json")), "expected a JSON list of tool calls"),
+        "--script items not objects": ((*planner, "--script", str(tmp_path / "items.json")), "item 0 is not an object"),
+        "--script item without a name": ((*planner, "--script", str(tmp_path / "noname.json")), 'item 0 has no "name"'),
+        "--planner scripted without --script": (planner, "--planner scripted needs --script"),
         "--answers a list": ((*scripted, "--answers", str(tmp_path / "answers.yaml")), "expected a mapping of question pattern"),
         "--policy a list": ((*scripted, "--policy", str(tmp_path / "policy.yaml")), "policy"),
         "--max-steps 0": ((*scripted, "--max-steps", "0"), "--max-steps"),
         "--max-tokens -5": ((*scripted, "--max-tokens", "-5"), "--max-tokens"),
         "--planner-timeout 0": ((*scripted, "--planner-timeout", "0"), "--planner-timeout"),
-        "--store in a missing folder": (("run", "x", "--adb", no_adb(), "--store", str(tmp_path / "no" / "t.sqlite")), "does not exist"),
+        "--store in a missing folder": (("run", "x", "--virtual", "--store", str(tmp_path / "no" / "t.sqlite")), "does not exist"),
         "show --store mistyped": (("show", traj_id, "--store", typo), "no trajectory store at"),
         "trajectories --store mistyped": (("trajectories", "list", "--store", typo), "no trajectory store at"),
         "view --store mistyped": (("view", traj_id, "--store", typo), "no trajectory store at"),

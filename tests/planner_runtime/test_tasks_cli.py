@@ -53,7 +53,7 @@ def test_tasks_check_refuses_a_where_a_parameter_can_break_out_of(tmp_path):
 
 @pytest.mark.parametrize("body, where", [
     ("tasks:\n  a: 1\n", ":2: tasks: expected a list, got a mapping"),
-    ("- 1\n- 2\n", ":1: tasks.0: expected a mapping (key: value), got a number"),
+    ("- 1\n", ":1: tasks.0: expected a mapping (key: value), got a number"),
     ("tasks:\n" + TASK + "    checks: {a: 1}\n", ":6: tasks.0.checks: expected a list, got a mapping"),
     ("tasks:\n" + TASK.replace("{name: Ada}", "[Ada]") + "    checks: [{answer_contains: x}]\n",
      ":4: tasks.0.params: expected a mapping (key: value), got a list"),
@@ -111,3 +111,18 @@ def test_skills_mistakes_are_one_line_and_check_json(tmp_path):
     res = cli("skills", "check", "--dir", str(tmp_path), "--json")
     assert res.returncode == 2 and "unknown tool 'no_such_tool'" in res.stderr
     assert json.loads(res.stdout)["problems"] == [{"path": str(tmp_path / "bad" / "SKILL.md"), "problem": "unknown tool 'no_such_tool'"}]
+
+
+def test_tasks_check_reports_every_problem_one_line_each(tmp_path):
+    like = BREAKABLE.replace("display_name = {name}", "display_name LIKE '{name}'")
+    path = tmp_path / "suite.yaml"
+    path.write_text(like + BREAKABLE.replace("tasks:\n", "").replace("t.one", "t.two"))
+    res = cli("tasks", "check", str(path))
+    assert res.returncode == 2 and "Traceback" not in res.stderr and res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 2, res.stderr
+    assert lines[0].startswith(f"error: {path}:7: tasks.0.setup.0.content_delete.where: ") and "LIKE" in lines[0]
+    assert lines[1].startswith(f"error: {path}:15: tasks.1.setup.0.content_delete.where: ") and "outside a quoted literal" in lines[1]
+    shown = json.loads(cli("tasks", "check", str(path), "--json").stdout)
+    assert [(e["line"], e["field"]) for e in shown["errors"]] == [(7, "tasks.0.setup.0.content_delete.where"),
+                                                                  (15, "tasks.1.setup.0.content_delete.where")]

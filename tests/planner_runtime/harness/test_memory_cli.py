@@ -12,15 +12,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from device_farm.adbserver import free_port
-
 
 @pytest.fixture
 def cli(tmp_path):
     env = {**os.environ, "PLANNER_AGENT_HOME": str(tmp_path / "home")}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=240, env=env)
+        return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=240, env=env,
+                              stdin=subprocess.DEVNULL)  # no terminal, as in a script
 
     return run
 
@@ -113,7 +112,7 @@ def test_run_recalls_from_the_profile_and_records_only_a_model_planned_success(c
              {"name": "set_alarm", "arguments": {"hour": 6, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "Set for 6:45"}}]
     script = tmp_path / "calls.json"
     script.write_text(json.dumps(calls))
-    common = ("--adb", f"127.0.0.1:{free_port()}", "--store", str(tmp_path / "t.sqlite"), "--json")
+    common = ("--virtual", "--store", str(tmp_path / "t.sqlite"), "--json")
     res = cli("run", "Set the alarm I wake up with and remember I like quiet alarms", "--profile", "me", "--planner", "scripted",
               "--script", str(script), *common)
     traj = _json(res)
@@ -140,7 +139,46 @@ def test_run_recalls_from_the_profile_and_records_only_a_model_planned_success(c
 def test_a_free_form_scripted_run_leaves_the_default_profile_alone(cli, tmp_path):
     script = tmp_path / "calls.json"
     script.write_text(json.dumps([{"name": "read_screen", "arguments": {}}, {"name": "finish", "arguments": {"answer": "Home screen"}}]))
-    res = cli("run", "What is on my screen?", "--planner", "scripted", "--script", str(script), "--adb", f"127.0.0.1:{free_port()}",
+    res = cli("run", "What is on my screen?", "--planner", "scripted", "--script", str(script), "--virtual",
               "--store", str(tmp_path / "t.sqlite"))
     assert res.returncode == 0, res.stderr
     assert _json(cli("memory", "list", "--json")) == []
+
+
+def _one_error_line(res: subprocess.CompletedProcess[str]) -> str:
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, res.stderr
+    return errors[0]
+
+
+def test_a_task_that_seeds_memories_leaves_the_profile_named_alone(cli, tmp_path):
+    assert cli("memory", "add", "I keep my screen brightness at 80%", "--profile", "me").returncode == 0
+    script = tmp_path / "calls.json"
+    script.write_text(json.dumps([{"name": "remember", "arguments": {"text": "I like dim screens", "kind": "preference"}},
+                                  {"name": "finish", "arguments": {"answer": "done"}}]))
+    res = cli("run", "--task", "memory.settings_usual_brightness", "--profile", "me", "--planner", "scripted", "--script", str(script),
+              "--virtual", "--store", str(tmp_path / "t.sqlite"), "--json")
+    assert res.returncode == 1, res.stderr  # the brightness was not set: the verdict fails, the run did happen
+    assert "seeds its own memories, so it runs on a scratch memory: profile 'me' is neither read nor written" in " ".join(res.stderr.split())
+    prompt = json.loads(res.stdout)["steps"][0]["messages"][0]["content"]
+    assert "I keep my screen brightness at 30%" in prompt and "80%" not in prompt  # the task's memory, not the user's
+    assert [m["text"] for m in _json(cli("memory", "list", "--profile", "me", "--json"))] == ["I keep my screen brightness at 80%"]
+    assert _json(cli("memory", "list", "--json")) == []  # nor the default profile
+
+
+def test_importing_a_file_that_is_not_utf8_is_one_line_and_creates_no_profile(cli, tmp_path):
+    bad = tmp_path / "b.jsonl"
+    bad.write_bytes(b'\n\xff\n')
+    line = _one_error_line(cli("memory", "import", str(bad), "--profile", "laptop"))
+    assert f"{bad}:2: not UTF-8 text" in line
+    assert not (tmp_path / "home" / "profiles" / "laptop").exists()
+
+
+def test_forget_by_query_without_a_terminal_needs_yes(cli):
+    assert cli("memory", "add", "I drink green tea").returncode == 0
+    line = _one_error_line(cli("memory", "forget", "--query", "tea", "--json"))
+    assert "pass --yes" in line
+    assert [m["text"] for m in _json(cli("memory", "list", "--json"))] == ["I drink green tea"]  # nothing deleted
+    assert _json(cli("memory", "forget", "--query", "tea", "--yes", "--json")) == {"deleted": 1}

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 
-from device_farm.adbserver import free_port
 from device_farm.android import content_insert, content_query, launch_app
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
@@ -80,7 +79,7 @@ def test_cli_run_denies_without_a_policy_and_follows_one(tmp_path):
                                       {"name": "delete_contact", "arguments": {"name": "Ada Lovelace"}},
                                       {"name": "finish", "arguments": {"answer": "ok"}}]))
         return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "run", "Add then remove Ada", "--planner", "scripted",
-                               "--script", str(script), "--adb", f"127.0.0.1:{free_port()}", "--store", str(tmp_path / "t.sqlite"), *extra],
+                               "--script", str(script), "--virtual", "--store", str(tmp_path / "t.sqlite"), *extra],
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
     denied = run()

@@ -126,7 +126,7 @@ def test_the_readme_serve_and_run_example_works_as_written(cache, tmp_path):
         assert wait_for(up, 240) and serve.poll() is None, serve.communicate(timeout=5)
         run = subprocess.run(
             [sys.executable, "-m", "planner_runtime.cli", "run", "Set an alarm for 7:30", "--planner", f"openai://127.0.0.1:{port}/planner",
-             "--max-steps", "1", "--adb", f"127.0.0.1:{free_port()}", "--store", str(tmp_path / "t.sqlite")],
+             "--max-steps", "1", "--virtual", "--store", str(tmp_path / "t.sqlite")],
             capture_output=True, text=True, timeout=600, env=env)
         assert "step 1" in run.stdout and "HTTP 4" not in run.stderr + run.stdout, run.stderr[-2000:] + run.stdout[-2000:]
         assert run.returncode not in (2, 3)  # neither a usage error nor an infra fault
