@@ -13,7 +13,7 @@ import typer
 
 from planner_runtime.cli_common import ExitCode, console, err, fail, make_planner, print_step
 from planner_runtime.config import Settings, parse_host_port
-from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.errors import ConfigError, PlannerRuntimeError
 
 export_app = typer.Typer(help="Export trajectories for training.", no_args_is_help=True)
 
@@ -194,7 +194,9 @@ def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - Collection
     from planner_runtime.planners.scripted import ScriptedPlanner
 
     if spec.planner == "scripted":
-        scripts = _scripts(Path(spec.script), spec.script_text) if spec.script else {}
+        if not spec.script:
+            raise ConfigError("--planner scripted needs --script FILE (JSON {task id: [calls]})")
+        scripts = _scripts(Path(spec.script), spec.script_text)
         return lambda t: ScriptedPlanner(scripts.get(t.id, []))
     one = shared(make_planner(spec.planner, spec.model, None, **_timeout(timeout)))
     return lambda t: one

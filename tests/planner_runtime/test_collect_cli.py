@@ -131,6 +131,15 @@ def test_a_selection_of_no_task_is_refused_before_a_store_is_made(tmp_path, sele
     assert not store.exists()
 
 
+def test_a_scripted_collection_without_a_script_is_refused(tmp_path):
+    store = tmp_path / "new.sqlite"
+    res = cli("collect", "--task", "clock.set_alarm", "--planner", "scripted", "--store", str(store), "--state-dir", str(tmp_path / "pool"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    _no_traceback(res)
+    assert "--planner scripted needs --script" in _said(res)
+    assert not store.exists()
+
+
 @pytest.mark.parametrize("bad", [["-n", "0"], ["-k", "0"], ["--max-steps", "0"], ["--planner-timeout", "0"]])
 def test_nonsense_values_are_refused(tmp_path, scripted, bad):
     res = cli("collect", *scripted, *_place(tmp_path), *bad)

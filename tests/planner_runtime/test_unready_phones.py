@@ -40,7 +40,9 @@ def test_collect_on_an_unauthorized_phone_is_one_error_line_at_once(tmp_path, un
     serial, adb = unauthorized_phone
     store = tmp_path / "c.sqlite"
     started = time.monotonic()
-    res = cli("collect", "--task", "clock.set_alarm", "--planner", "scripted", "--adb", adb, "--allow-reset",
+    script = tmp_path / "calls.json"
+    script.write_text('{"clock.set_alarm": [{"name": "finish", "arguments": {"answer": "done"}}]}')
+    res = cli("collect", "--task", "clock.set_alarm", "--planner", "scripted", "--script", str(script), "--adb", adb, "--allow-reset",
               "--store", str(store), "--state-dir", str(tmp_path / "pool"), timeout=60)
     assert res.returncode == 2, res.stderr + res.stdout
     assert time.monotonic() - started < 30  # not the lease timeouts (120 s, three attempts)
