@@ -56,7 +56,7 @@ from planner_runtime.contract import (
 from planner_runtime.deadline import Deadline, seconds_left, within
 from planner_runtime.harness.repeats import RepeatGuard, sensitive_record
 from planner_runtime.harness.tools import ToolContext, ToolSet
-from planner_runtime.planners import Planner, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
+from planner_runtime.planners import Planner, PlannerContextExceeded, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
 from planner_runtime.planners.toolcalls import clean_text, guard_output
 from planner_runtime.trajectories import TrajectoryStore
 
@@ -193,6 +193,9 @@ class Episode:
         except PlannerUnavailable as exc:  # the endpoint, not the model: nothing here is the planner's score
             log.warning("trajectory %s ends as infra_error: %s", self.trajectory_id, exc)
             status = TrajectoryStatus.infra_error
+        except PlannerContextExceeded as exc:  # the conversation outgrew the model: a limit, like max_steps
+            log.warning("trajectory %s ends as truncated: %s", self.trajectory_id, exc)
+            status = TrajectoryStatus.truncated
         finally:
             self.store.end(self.trajectory_id, status, answer=answer, usage=self._usage)
         return self.store.get(self.trajectory_id)

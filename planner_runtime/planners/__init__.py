@@ -47,6 +47,12 @@ class PlannerTimeout(PlannerError):
     """
 
 
+class PlannerContextExceeded(PlannerError):
+    """The conversation no longer fits the model's context (the local model's, or a server's
+    "maximum context length" answer). Neither an infra fault nor a bug: the episode ends
+    ``truncated``, as at any other limit, and a collection goes on with its next item."""
+
+
 class PlannerUnavailable(PlannerError):
     """The planner's backend cannot be reached or keeps failing: connection refused, a name that
     does not resolve, a reset connection, 5xx answers after the retries, a body that is not JSON.

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from planner_runtime.contract import Message, ToolSpec, Usage
 from planner_runtime.deadline import expired
 from planner_runtime.errors import ModelProvisionError, PlannerError
-from planner_runtime.planners import PlannerOutput, Sampling
+from planner_runtime.planners import PlannerContextExceeded, PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
 from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
 from planner_runtime.planners.threads import intra_op_threads, use_threads
@@ -327,8 +327,8 @@ class LocalPlanner:
         return max(8, min(self.max_string_chars, 2 * (max_new_tokens - 40)))
 
     def encode(self, messages: Sequence[Message], tools: Sequence[ToolSpec], max_new_tokens: int) -> tuple[list[int], str, list[int]]:
-        """The prompt's token ids, the prefill text and its ids; a :class:`PlannerError` when
-        they and ``max_new_tokens`` exceed the model's context."""
+        """The prompt's token ids, the prefill text and its ids; a :class:`PlannerContextExceeded`
+        when they and ``max_new_tokens`` exceed the model's context."""
         tokenizer = self._tokenizer
         prefill = self._prefill(tools)
         prompt_ids = tokenizer(render_chat(messages, tools), add_special_tokens=False).input_ids
@@ -336,7 +336,7 @@ class LocalPlanner:
         total = len(prompt_ids) + len(prefill_ids)
         limit = getattr(self._model.config, "max_position_embeddings", None)
         if limit is not None and total + max_new_tokens > limit:
-            raise PlannerError(f"prompt of {total} tokens plus {max_new_tokens} new ones exceeds the model's context of {limit}")
+            raise PlannerContextExceeded(f"prompt of {total} tokens plus {max_new_tokens} new ones exceeds the model's context of {limit}")
         return prompt_ids, prefill, prefill_ids
 
     def generator(self, sampling: Sampling) -> "torch.Generator | None":

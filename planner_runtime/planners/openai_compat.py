@@ -25,6 +25,7 @@ from __future__ import annotations
 import email.utils
 import math
 import random
+import re
 import time
 from typing import Any, Sequence
 from urllib.parse import urlsplit
@@ -34,12 +35,15 @@ import httpx
 from planner_runtime.contract import Message, ToolSpec
 from planner_runtime.deadline import seconds_left
 from planner_runtime.errors import ConfigError, PlannerError
-from planner_runtime.planners import PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
+from planner_runtime.planners import PlannerContextExceeded, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
 from planner_runtime.planners.openai_answer import read_body
 from planner_runtime.planners.toolcalls import UnreadableJson, clean_text, loads
 from planner_runtime.serving.wire import messages_to_openai, tools_to_openai
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+# How servers say a prompt is too long: OpenAI's context_length_exceeded, vLLM's "maximum context
+# length", llama.cpp's "exceeds the available context size", serve's "exceeds the model's context".
+_CONTEXT_FULL = re.compile(r"context[_ ]length|maximum context|context size|model's context|too many tokens", re.I)
 # Refused, unresolvable, reset or cut off: the endpoint is down or the network between is.
 _RETRY_ERRORS = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.DecodingError)
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a 2xx answer past this is cut off and read as a runaway reply
@@ -155,6 +159,8 @@ class OpenAIPlanner:
                     message = f"{self.base_url}{path}: HTTP {response.status_code}: {_server_message(response)}"
                     retry_after = response.headers.get("retry-after")
                     if response.status_code not in RETRY_STATUSES:
+                        if response.status_code in (400, 413) and _CONTEXT_FULL.search(message):
+                            raise PlannerContextExceeded(message)
                         raise PlannerError(message)
                     fault = message
             except httpx.ConnectTimeout as exc:

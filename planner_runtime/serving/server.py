@@ -28,6 +28,7 @@ from typing import Any, AsyncIterator
 
 from planner_runtime.contract import new_id
 from planner_runtime.errors import PlannerError
+from planner_runtime.planners import PlannerContextExceeded
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.serving import sse
 from planner_runtime.serving.batch import Decoded
@@ -167,7 +168,8 @@ class PlannerServer:
             try:
                 return waiting.result()
             except PlannerError as exc:  # a request the model cannot take (too long a prompt), or shutdown
-                raise RequestError(503 if self.engine.stopped else 400, str(exc)) from exc
+                code = "context_length_exceeded" if isinstance(exc, PlannerContextExceeded) else None
+                raise RequestError(503 if self.engine.stopped else 400, str(exc), code=code) from exc
         if gone in done:
             raise ClientGone
         raise RequestError(503, f"the planner did not answer within {self.request_timeout_s:g} s", code="timeout")

@@ -77,3 +77,19 @@ def test_a_collection_retries_an_item_whose_planner_was_down(tmp_path, store):
     assert (progress.success, progress.failed, progress.infra, progress.gave_up) == (1, 0, 1, [])
     trajs = [store.get(i) for i in store.ids(collection=coll)]
     assert sorted(t.status.value for t in trajs) == ["finished", "infra_error"]
+
+
+CONTEXT_FULL = raw_reply(b'{"error": {"message": "This model\'s maximum context length is 8192 tokens. However, you requested 9100 tokens.", '
+                         b'"type": "invalid_request_error", "code": "context_length_exceeded"}}', status=400)
+
+
+def test_a_conversation_that_outgrows_the_context_ends_truncated_not_raising(device, device_ref, store):
+    # A model that piled up a long history is at a limit, like max_steps: the episode ends
+    # truncated and is judged, it does not raise out of the episode (and stop a collection).
+    with FakeOpenAI([call_reply("read_screen", "{}")], then=CONTEXT_FULL) as fake:
+        with OpenAIPlanner(fake.base_url, "m", timeout=10, max_retries=1, backoff_s=0.01) as planner:
+            traj = _run(planner, device, device_ref, store)
+    assert traj.status is TrajectoryStatus.truncated
+    assert [s.tool_call.name for s in traj.steps] == ["read_screen"]
+    assert traj.verdict.failure_kind is FailureKind.agent and not traj.verdict.success
+    assert store.get(traj.id).status is TrajectoryStatus.truncated
