@@ -29,7 +29,7 @@ TABLE = [
     ("What is the total on the invoice email?", "gmail-read", {"contacts-add", "gmail-send"}),
     ("Email Grace Hopper to say 'The compiler talk is on Thursday'", "gmail-send", {"gmail-read", "files-manage"}),
     ("Email my manager that the report is done", "gmail-send", {"files-manage"}),
-    ("Reply to the email about the budget with 'Approved, thanks.'", "gmail-send", {"gmail-read", "messages-send"}),
+    ("Reply to the email about the budget with 'Approved, thanks.'", "gmail-read", {"messages-send"}),
     ("Call back the number I just missed a call from", "phone-call", {"contacts-lookup"}),
     ("Call my mom", "phone-call", set()),
     ("Text +15550123 saying 'Running 10 minutes late'", "messages-send", {"messages-read", "files-manage", "gmail-read"}),
@@ -76,3 +76,9 @@ def test_the_goal_gets_the_skill_it_needs(goal, want, not_first):
 def test_the_skill_of_a_goals_app_is_shown_though_no_word_of_it_is_in_the_goal():
     # "appointment" is in no skill's text; the goal needs Calendar all the same
     assert [s.name for s in select(SKILLS, "When is my dentist appointment?", tools=TOOLS, apps=ALL_APPS)] == ["calendar-add-event"]
+
+
+def test_a_reply_shows_reading_the_email_and_sending_one():
+    # the reply's reference solution opens the email (gmail-read's composite) to learn the sender, then sends
+    shown = [s.name for s in select(SKILLS, "Reply to the email about the budget with 'Approved, thanks.'", tools=TOOLS, apps=ALL_APPS)]
+    assert {"gmail-read", "gmail-send"} <= set(shown[:2]), shown
