@@ -43,9 +43,8 @@ def test_the_memory_task_passes_with_the_preference_in_the_planners_input(device
     assert "gym" not in section  # the seeded fact has nothing to do with the goal
     assert {"remember", "recall"} <= {t.name for t in traj.tools}
     assert traj.verdict.success, traj.verdict
-    summary = profile.list(kinds=[MemoryKind.episodic])[0]
-    assert summary.provenance == traj.id and summary.confidence == 1.0
-    assert 'asked "Set my usual wake-up alarm"; done, and the check passed; answer: "Alarm set for 6:45"' in summary.text
+    # a task that seeds memories runs on a scratch memory: the profile it was handed is never written
+    assert profile.list(kinds=[MemoryKind.episodic]) == []
 
 
 def test_the_memory_task_fails_when_the_planner_ignores_the_preference(device, device_ref, store, profile):
