@@ -79,7 +79,7 @@ class EpisodeLimits:
     max_steps: int = 12
     max_seconds: float = 600.0  # wall time, planner turns and sub-agents included (see the module docstring)
     max_repeats: int = 2  # the same call on the same screen runs at most this many times in a row
-    max_tokens: int | None = None  # prompt + completion tokens over all turns; None: no limit
+    max_tokens: int | None = None  # prompt + completion tokens over all turns, sub-agents included; None: no limit
     retry_wait: float = 1.0  # seconds to wait after a transient device fault before the one retry
     planner_timeouts: int = 2  # consecutive turns the planner gives no answer before the episode is infra
 
@@ -200,6 +200,11 @@ class Episode:
             self.store.end(self.trajectory_id, status, answer=answer, usage=self._usage)
         return self.store.get(self.trajectory_id)
 
+    def _tokens_spent(self) -> int:
+        """This episode's tokens so far, its sub-agents' included: the token limit covers both."""
+        sub = self.store.usage(self.trajectory_id).subagents
+        return self._usage.prompt_tokens + self._usage.completion_tokens + sub.prompt_tokens + sub.completion_tokens
+
     def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
         with within(self.limits.max_seconds) as limit, sensitive_record() as record:
             self._guard = RepeatGuard(self.limits.max_repeats, record)
@@ -243,8 +248,7 @@ class Episode:
         for index in range(len(self.prefix), self.limits.max_steps):
             if limit.passed():
                 break
-            spent = self._usage.prompt_tokens + self._usage.completion_tokens
-            if self.limits.max_tokens is not None and spent >= self.limits.max_tokens:
+            if self.limits.max_tokens is not None and self._tokens_spent() >= self.limits.max_tokens:
                 break
             t0 = time.perf_counter()
             out: PlannerOutput | None

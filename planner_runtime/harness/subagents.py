@@ -88,6 +88,19 @@ class Delegate(Tool):
         chosen = select(pool, goal, tools=tools.names(), apps=apps)
         return "\n\n".join(part for part in (SYSTEM_PROMPT, SUBAGENT_PROMPT, skills_prompt(chosen)) if part)
 
+    def _tokens_left(self) -> int | None:
+        """What is left of the episode's token limit for a sub-agent: the limit less what the
+        parent's stored turns and its earlier sub-agents have spent (so delegating never
+        multiplies the budget); ``None`` without a limit."""
+        lin = self.lineage
+        if lin.limits.max_tokens is None:
+            return None
+        spent = lin.store.usage(lin.parent_id).total
+        left = lin.limits.max_tokens - spent.prompt_tokens - spent.completion_tokens
+        if left <= 0:
+            raise ToolFailure(ErrorCode.action_failed, f"the episode's token limit ({lin.limits.max_tokens}) is spent; finish with what you have")
+        return left
+
     def run(self, ctx: ToolContext, args: DelegateArgs) -> ToolResult:
         tools = self._subset(ctx, args.tools, args.goal)
         lin = self.lineage
@@ -96,7 +109,7 @@ class Delegate(Tool):
             max_steps=args.budget,
             max_seconds=lin.limits.max_seconds,
             max_repeats=lin.limits.max_repeats,
-            max_tokens=lin.limits.max_tokens,
+            max_tokens=self._tokens_left(),
             retry_wait=lin.limits.retry_wait,
         )
         child = Episode(

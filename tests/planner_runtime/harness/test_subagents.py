@@ -144,3 +144,19 @@ def test_the_parents_cost_counts_its_sub_agents_tokens_apart_from_its_own(device
     assert (cost.input_tokens, cost.subagent_input_tokens) == (tokens.total.prompt_tokens, child.usage.prompt_tokens)
     assert cost.output_tokens_per_1k_tasks == 1000 * tokens.total.completion_tokens
     assert cost.dollars == pytest.approx((tokens.total.prompt_tokens + 2 * tokens.total.completion_tokens) / 1e6)
+
+
+def test_the_token_limit_covers_the_sub_agents_too(device, device_ref, store):
+    # The child may spend only what the parent has left, and the parent counts what the child spent:
+    # delegating never multiplies the episode's budget.
+    looks = [{"name": "read_screen", "arguments": {}}] * 12
+    script = [_delegate(["read_screen"], budget=12, goal="Read what the home screen shows"), *looks]
+    unlimited = _run(script + [{"name": "finish", "arguments": {"answer": "x"}}], device, device_ref, store)
+    turn = max(s.usage.prompt_tokens + s.usage.completion_tokens for s in store.get(store.children(unlimited.id)[0]).steps)
+    limit = 4 * turn
+    traj = _run(script, device, device_ref, store, max_tokens=limit)
+    assert traj.status is TrajectoryStatus.truncated
+    spent = store.usage(traj.id)
+    assert spent.subagent_episodes == 1 and spent.subagents.prompt_tokens > 0
+    total = spent.total.prompt_tokens + spent.total.completion_tokens
+    assert total <= limit + turn, (total, limit, turn)  # at most the turn that crossed the limit
