@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.apps import APPS, find_app
-from planner_runtime.harness.relevance import scores
+from planner_runtime.harness.relevance import scores, terms
 
 ENV_DIR = "PLANNER_AGENT_SKILLS_DIR"
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
@@ -144,17 +144,38 @@ def check_skill(skill: Skill, tool_names: Iterable[str]) -> list[str]:
     return problems
 
 
+# "my phone" is the device, not the Phone app: "Mute my phone" is no call.
+_THE_DEVICE = re.compile(r"\b(?:my|the|this|your) phone\b(?! app)")
+
+
 def app_needs(goal: str) -> dict[str, float]:
     """How strongly ``goal`` names each catalogue app: by its name and aliases (what a user calls
     it) more than by its topics. A many-word alias counts only as the whole phrase ("file
-    manager", not "manager"), and tool names stay out: ``read_text_file`` must not make "Text
+    manager", not "manager"; "booking.com", not "booking"), and tool names stay out: ``read_text_file`` must not make "Text
     Ada" a Files goal."""
-    said = " ".join(_WORDS.findall(goal.lower()))
+    goal = _THE_DEVICE.sub("device", goal.lower())
+    said = " ".join(_WORDS.findall(goal))
     docs = []
     for app in APPS:
-        aliases = [a for a in app.aliases if " " not in a or f" {a} " in f" {said} "]
+        aliases = [a for a in app.aliases if a.isalnum() or f" {a} " in f" {said} "]
         docs.append([(" ".join([app.name, *aliases]), 3.0), (app.topics, 1.0)])
     return {a.name: score for a, score in zip(APPS, scores(docs, goal))}
+
+
+def _needed_apps(needs: dict[str, float]) -> dict[str, float]:
+    """The apps the goal needs: those matching at least a third of the best app's match."""
+    best = max(needs.values(), default=0.0)
+    return {app: score for app, score in needs.items() if best > 0 and score >= best / 3}
+
+
+def _skill_app(skill: Skill, needed: dict[str, float]) -> str | None:
+    """The needed app ``skill`` works in, the most needed one when it serves several."""
+    apps = [entry.name for a in skill.apps if (entry := find_app(a)) and entry.name in needed]
+    return max(apps, key=lambda name: needed[name], default=None)
+
+
+def _skill_text(skill: Skill) -> str:
+    return f"{skill.name.replace('-', ' ')} {skill.description} {skill.when_to_use} {' '.join(skill.apps)}"
 
 
 def rank(skills: Sequence[Skill], goal: str) -> list[tuple[bool, float, Skill]]:
@@ -163,41 +184,69 @@ def rank(skills: Sequence[Skill], goal: str) -> list[tuple[bool, float, Skill]]:
     across the skills. The app comes first because a shared verb ("set", "put") says less about
     a skill than the app it works in: "Set an alarm" is a Clock goal whatever Settings says."""
     goal = _QUOTED.sub(" ", goal)
-    needs = app_needs(goal)
-    best_app = max(needs.values(), default=0.0)
-    docs = [f"{s.name.replace('-', ' ')} {s.description} {s.when_to_use} {' '.join(s.apps)}" for s in skills]
-    rows = []
-    for text_score, skill in zip(scores(docs, goal), skills):
-        app_score = max((needs.get(entry.name, 0.0) for a in skill.apps if (entry := find_app(a))), default=0.0)
-        rows.append((best_app > 0 and app_score >= best_app / 3, text_score, skill))
+    needed = _needed_apps(app_needs(goal))
+    docs = [_skill_text(s) for s in skills]
+    rows = [(_skill_app(skill, needed) is not None, text_score, skill) for text_score, skill in zip(scores(docs, goal), skills)]
     return sorted(rows, key=lambda row: (not row[0], -row[1]))
 
 
+def _by_app(ranked: Sequence[tuple[bool, float, Skill]], needed: dict[str, float]) -> list[tuple[int, float, Skill]]:
+    """The needed skills in rounds: the first holds each needed app's best skills (all those
+    tied at its best score: "Text Ada ..." may be a read or a send), the next each app's next
+    best, and so on, down to half the app's best score; an app the goal needs more comes first
+    in a round (the budget is spent in this order). So a goal needing two apps ("Text Ada the time of my dentist appointment") gets
+    a skill of each before a second of either."""
+    per_app: dict[str, list[tuple[float, Skill]]] = {}
+    for is_needed, score, skill in ranked:  # best score first
+        app = _skill_app(skill, needed) if is_needed else None
+        if app is not None:
+            per_app.setdefault(app, []).append((score, skill))
+    rounds: list[list[tuple[float, str, Skill]]] = []
+    for app, rows in per_app.items():
+        best = rows[0][0]
+        kept = [row for row in rows if row[0] >= best / 2]
+        ties = sum(score == best for score, _ in kept)
+        for k, group in enumerate([kept[:ties], *([row] for row in kept[ties:])]):
+            if k == len(rounds):
+                rounds.append([])
+            rounds[k].extend((score, app, skill) for score, skill in group)
+    return [(k, score, skill) for k, rnd in enumerate(rounds) for score, app, skill in sorted(rnd, key=lambda row: -needed[row[1]])]
+
+
 def select(
-    skills: Sequence[Skill], goal: str, *, tools: Iterable[str], apps: Iterable[str], budget_chars: int = 2400, limit: int = 4
+    skills: Sequence[Skill], goal: str, *, tools: Iterable[str], apps: Iterable[str], budget_chars: int = 3600, limit: int = 4
 ) -> list[Skill]:
     """The relevant skills usable here: their tools offered, one of their apps installed.
 
     A skill of an app the goal needs is shown even when its text shares no word with the goal
-    ("When is my dentist appointment?" needs Calendar); one of another app only when the goal
-    names no app, and then only with a score of at least half the best (a shared verb is noise)."""
+    ("When is my dentist appointment?" needs Calendar), and every app the goal needs gets its
+    best skill before any gets a second; a skill of another app only when the goal names no
+    app, and then only with a word no other skill has and a score of at least half the best (a
+    shared verb is noise: "Turn the volume down" is no Wi-Fi or alarm goal)."""
     tool_set, app_set = set(tools), {a.lower() for a in apps}
     usable = [s for s in skills if set(s.tools) <= tool_set and (not s.apps or any(a.lower() in app_set for a in s.apps))]
     ranked = rank(usable, goal)
-    any_needed = any(needed for needed, _, _ in ranked)
-    floor = max((score for needed, score, _ in ranked if needed == any_needed), default=0.0) / 2
+    needed = _needed_apps(app_needs(_QUOTED.sub(" ", goal)))
+    if any(is_needed for is_needed, _, _ in ranked):
+        candidates = _by_app(ranked, needed)
+    else:
+        # a word several skills share ("turn", "set") says nothing: one of them must have a word of its own
+        bags = {id(skill): terms(_skill_text(skill)) & terms(_QUOTED.sub(" ", goal)) for _, _, skill in ranked}
+        own = [(score, skill) for _, score, skill in ranked
+               if any(all(w not in bags[id(o)] for _, _, o in ranked if o is not skill) for w in bags[id(skill)])]
+        floor = max((score for score, _ in own), default=0.0) / 2
+        candidates = [(0, score, skill) for score, skill in own if score > 0 and score >= floor]
     chosen, used = [], 0
-    for needed, score, skill in ranked:
-        if len(chosen) == limit or needed != any_needed:
+    for row in candidates:
+        if len(chosen) == limit:
             break
-        if score < floor or (not needed and score <= 0):
-            continue
-        size = len(skill.to_prompt(full=True))
+        size = len(row[2].to_prompt(full=True))
         if used + size > budget_chars:
             continue
-        chosen.append(skill)
+        chosen.append(row)
         used += size
-    return chosen
+    # shown best first: by round, then by how well the skill's text matches the goal
+    return [skill for _, _, skill in sorted(chosen, key=lambda row: (row[0], -row[1]))]
 
 
 def skills_prompt(chosen: Sequence[Skill]) -> str:

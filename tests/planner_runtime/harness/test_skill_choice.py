@@ -82,3 +82,38 @@ def test_a_reply_shows_reading_the_email_and_sending_one():
     # the reply's reference solution opens the email (gmail-read's composite) to learn the sender, then sends
     shown = [s.name for s in select(SKILLS, "Reply to the email about the budget with 'Approved, thanks.'", tools=TOOLS, apps=ALL_APPS)]
     assert {"gmail-read", "gmail-send"} <= set(shown[:2]), shown
+
+
+# goals that need more than one app, or name theirs only by a topic: goal, skills it needs, skills that must not come first
+MULTI = [
+    ("Text Ada the time of my dentist appointment", {"calendar-add-event", "messages-send"}, {"clock-set-alarm"}),
+    ("Email Grace the confirmation code from the booking file in Downloads", {"files-manage", "gmail-send"}, {"travel-book-hotel"}),
+    ("Call the restaurant I ordered from on DoorDash", {"food-order", "phone-call"}, {"shopping-buy"}),
+    ("Mute my phone", {"settings-toggle"}, {"phone-call"}),
+    ("What's Ada's email address?", {"contacts-lookup"}, {"maps-navigate", "gmail-send"}),
+    ("Remind me at 5:45 am to catch the train", {"clock-set-alarm"}, set()),
+    ("Am I free next Tuesday afternoon?", {"calendar-add-event"}, set()),
+    ("Text Grace the address of the hotel I booked on Booking.com", {"travel-book-hotel", "messages-send"}, {"maps-navigate"}),
+    ("Email my boss the total of my last Amazon order", {"shopping-buy", "gmail-send"}, {"food-order"}),
+    ("Set an alarm 30 minutes before my meeting with Ada on the calendar", {"clock-set-alarm", "calendar-add-event"}, {"settings-toggle"}),
+    ("Send Alex on PayPal what I paid for the pizza on DoorDash", {"payments-send-money", "food-order"}, {"shopping-buy"}),
+    ("Text Ada directions to Blue Bottle Coffee from Maps", {"maps-navigate", "messages-send"}, {"food-order"}),
+    ("Email Ada the playlist I am listening to in YouTube Music", {"music-play", "gmail-send"}, set()),
+    ("Add the phone number from Grace's email to my contacts", {"contacts-add", "gmail-read"}, {"phone-call"}),
+    ("Make a note of my PayPal balance", {"payments-balance", "notes-keep"}, set()),
+    ("Put my hotel check-in on the calendar", {"calendar-add-event", "travel-book-hotel"}, set()),
+    ("Navigate to the address of my next calendar event", {"calendar-add-event", "maps-navigate"}, set()),
+    ("Text Ada the photo count in my camera folder", {"files-manage", "messages-send"}, {"settings-toggle"}),
+]
+
+
+@pytest.mark.parametrize(("goal", "want", "not_first"), MULTI, ids=[g[:40] for g, _, _ in MULTI])
+def test_a_goal_needing_several_apps_gets_a_skill_of_each(goal, want, not_first):
+    shown = [s.name for s in select(SKILLS, goal, tools=TOOLS, apps=ALL_APPS)]
+    assert want <= set(shown), shown
+    assert shown[0] not in not_first, shown
+
+
+def test_a_goal_no_skill_serves_gets_none_that_shares_only_a_verb_with_it():
+    # no tool sets the volume: a Wi-Fi, alarm or notes skill met on "turn" or "down" would mislead
+    assert [s.name for s in select(SKILLS, "Turn the volume down", tools=TOOLS, apps=ALL_APPS)] == []
