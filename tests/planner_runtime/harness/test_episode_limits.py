@@ -25,6 +25,8 @@ from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.openai_compat import OpenAIPlanner
 from planner_runtime.planners.scripted import ScriptedPlanner
+from planner_runtime.tasks.seeding import seed
+from planner_runtime.tasks.spec import find_task
 
 SLACK_S = 2.5  # the episode may end this long after its limit: a second for the given-up turn to stop, the last write
 READ = {"name": "read_screen", "arguments": {}}
@@ -113,6 +115,19 @@ def test_an_email_to_a_contact_is_sent_once_by_name_or_address(device, device_re
     traj = _episode(ScriptedPlanner(script), device, device_ref, store, gate=ALLOW_SENDING).run()
 
     sent = content_query(device, mail, where="folder='sent'")
+    assert len(sent) == 1, sent
+    assert _codes(traj) == [None, ErrorCode.repeated_action, None]
+
+
+def test_money_is_sent_once_however_the_recipient_is_spelt(device, device_ref, store):
+    seed(find_task("payments.send_money"), device)
+    pay = {"amount": 20.0, "note": "concert tickets"}
+    script = [_call("send_money", to="Maria Garcia", **pay), _call("send_money", to="maria  garcia ", amount=20, note="concert tickets "),
+              _call("finish", answer="sent")]
+    gate = SafetyGate(policy=Policy(allow=frozenset({Sensitivity.pay})))
+    traj = _episode(ScriptedPlanner(script), device, device_ref, store, gate=gate).run()
+
+    sent = content_query(device, "content://com.paypal.android.p2pmobile.provider/transactions", where="counterparty='Maria Garcia'")
     assert len(sent) == 1, sent
     assert _codes(traj) == [None, ErrorCode.repeated_action, None]
 
