@@ -207,7 +207,7 @@ class Episode:
 
     def _loop(self, specs: list[ToolSpec]) -> tuple[TrajectoryStatus, str | None]:
         with within(self.limits.max_seconds) as limit, sensitive_record() as record:
-            self._guard = RepeatGuard(self.limits.max_repeats, record)
+            self._guard = RepeatGuard(self.limits.max_repeats, record, self.ctx)
             for step in self.prefix:  # a resumed episode: what its earlier steps did still counts
                 if step.tool_call is not None:
                     self._guard.ran(self.tools, step.tool_call, step.feedback, (), f"step {step.index}")

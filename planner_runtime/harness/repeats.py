@@ -1,7 +1,9 @@
 """The repeat guard: which calls an episode refuses to run again, and the feedback that says so.
 
-Calls are compared as the tool will run them — arguments validated, defaults filled — so
-``{"name": "Ada", "email": ""}`` is the same ``add_contact`` as ``{"name": "Ada"}``. Three rules:
+Calls are compared by what the tool acts on — arguments validated, defaults filled, and resolved
+the way the tool resolves them (:meth:`Tool.target`) — so ``{"name": "Ada", "email": ""}`` is the
+same ``add_contact`` as ``{"name": "Ada"}``, and ``call`` to "+15550123", "+1 555 0123 " or the
+name of the contact saved with that number is one call. Three rules:
 
 * A sensitive effect runs once per episode: a call whose tool declares a category, or during
   which the gate allowed a sensitive effect (a tap on Send), is not run again with the same
@@ -30,7 +32,7 @@ from pydantic import ValidationError
 
 from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, ToolCall
 from planner_runtime.harness.safety import GateRecord
-from planner_runtime.harness.tools import ToolSet
+from planner_runtime.harness.tools import ToolContext, ToolFailure, ToolSet
 
 DELEGATE = "delegate"
 
@@ -60,15 +62,24 @@ def sensitive_record() -> Iterator[SensitiveRecord]:
         _shared.reset(token)
 
 
-def call_key(tools: ToolSet, call: ToolCall) -> str:
-    """The call as it will run: arguments validated and defaults filled (as given when they
-    do not validate; the tool set answers those with ``invalid_arguments``)."""
+def call_key(tools: ToolSet, call: ToolCall, ctx: ToolContext | None = None) -> str:
+    """The call as it will act: arguments validated, defaults filled and, given the phone
+    (``ctx``), resolved as the tool resolves them. Arguments that do not validate, or a target
+    the tool cannot resolve, stay as given: the tool set answers those with an error."""
     arguments = call.arguments
     if call.name in tools:
+        tool = tools[call.name]
         try:
-            arguments = tools[call.name].Args.model_validate(call.arguments).model_dump(mode="json")
+            args = tool.Args.model_validate(call.arguments)
         except ValidationError:
             pass  # not run at all: ToolSet.execute says what is wrong
+        else:
+            arguments = args.model_dump(mode="json")
+            if ctx is not None:
+                try:
+                    arguments = tool.target(ctx, args)
+                except ToolFailure:
+                    pass  # the tool fails the same way when run, and does nothing
     return json.dumps([call.name, arguments], sort_keys=True, default=str)
 
 
@@ -78,6 +89,8 @@ class RepeatGuard:
 
     max_repeats: int
     sensitive: SensitiveRecord = field(default_factory=SensitiveRecord)
+    ctx: ToolContext | None = None  # the phone targets are resolved on; None: compare validated arguments
+    _keys: dict[str, str] = field(default_factory=dict)  # call id → key, resolved once before the call runs
     _recent: list[str] = field(default_factory=list)  # keys with the screen they ran on, last first
     _last_ok: str | None = None  # the previous call's key, when it succeeded
 
@@ -85,7 +98,7 @@ class RepeatGuard:
         """The feedback that stands in for ``call`` when it must not run; ``None``: run it."""
         if call.name == DELEGATE:
             return None
-        key = call_key(tools, call)
+        key = self._keys[call.call_id] = call_key(tools, call, self.ctx)
         on_screen = json.dumps([key, screen])
         self._recent = [on_screen] + self._recent[: self.max_repeats]
         if key in self.sensitive.done:
@@ -114,7 +127,8 @@ class RepeatGuard:
         if call.name == DELEGATE:
             self._last_ok = None
             return
-        key = call_key(tools, call)
+        # resolved before it ran: what it did may change what its arguments resolve to now
+        key = self._keys.pop(call.call_id, None) or call_key(tools, call, self.ctx)
         ok = feedback.status is FeedbackStatus.ok
         self._last_ok = key if ok else None
         declared = call.name in tools and tools[call.name].sensitive is not None

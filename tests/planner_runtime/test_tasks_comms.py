@@ -102,7 +102,7 @@ def test_message_to_the_wrong_contact_fails(device, device_ref, store):
 def test_calling_back_the_answered_call_fails(device, device_ref, store):
     script = [_call("recent_calls", limit=1), _call("call", to="+15550654"), _finish()]
     traj = _run("phone.call_back_missed", script, device, device_ref, store, gate=_allow(Sensitivity.call))
-    assert traj.steps[0].feedback.result[0]["number"] == "+15550321"  # newest first, by date
+    assert traj.steps[0].feedback.result["calls"][0]["number"] == "+15550321"  # newest first, by date
     assert not traj.verdict.success and [c.passed for c in traj.verdict.checks] == [False, True]
 
 

@@ -133,6 +133,11 @@ class Tool:
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=_parameters(self.Args))
 
+    def target(self, ctx: ToolContext, args: Any) -> dict[str, Any]:
+        """What a call with ``args`` acts on, for telling two calls apart (the repeat guard): the
+        validated arguments, unless the tool resolves them (a contact's name to a number)."""
+        return args.model_dump(mode="json")
+
     def run(self, ctx: ToolContext, args: Any) -> ToolResult:
         raise NotImplementedError
 

@@ -1,14 +1,15 @@
 """Email over Android's own mechanisms: ``send_email`` opens the mail app's composer with
 ``ACTION_SENDTO mailto:<address>`` and the ``EXTRA_SUBJECT``/``EXTRA_TEXT`` extras — the intent
 every mail app handles — then taps its Send button. Nothing leaves until that tap, and the tap
-happens only past the safety gate. A recipient given by name is looked up in Contacts' emails.
+happens only past the safety gate. A recipient given by name is looked up in Contacts' emails;
+the repeat guard knows a send by the address it goes to (:meth:`SendEmail.target`).
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
@@ -18,6 +19,7 @@ from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.apps import _require_app, _sql_text
 from planner_runtime.harness.tools.gui import wait_for_screen
+from planner_runtime.harness.tools.messaging import strip_text
 
 SENDTO = "android.intent.action.SENDTO"
 EMAILS_URI = "content://com.android.contacts/data/emails"
@@ -42,6 +44,11 @@ class SendEmailArgs(ToolArgs):
     subject: str = Field(default="", description="Subject line")
     body: str = Field(min_length=1, description="The email's text, exactly")
 
+    @field_validator("to", "subject", "body", mode="before")
+    @classmethod
+    def strip_outer_space(cls, value: object) -> object:
+        return strip_text(value)
+
 
 class SendEmail(Tool):
     name = "send_email"
@@ -49,6 +56,10 @@ class SendEmail(Tool):
     description = "Send an email with a subject and text (asks the user first)."
     Args = SendEmailArgs
     sensitive = Sensitivity.send
+
+    def target(self, ctx: ToolContext, args: SendEmailArgs) -> dict[str, object]:
+        # addresses are compared as mail servers treat them in practice: case does not matter
+        return {"to": address_for(ctx, args.to).lower(), "subject": args.subject, "body": args.body}
 
     def run(self, ctx: ToolContext, args: SendEmailArgs) -> ToolResult:
         _require_app(ctx, "Gmail")

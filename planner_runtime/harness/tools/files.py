@@ -1,6 +1,7 @@
 """File tools over the phone's shared storage, through the same adb shell every Android phone
 has (`ls -l`, `cat`, `rm` under /sdcard), so what they see is what Files by Google shows.
-``delete_file`` goes through the safety gate (``Sensitivity.delete``)."""
+``delete_file`` goes through the safety gate (``Sensitivity.delete``). A long folder or file is
+shown a page at a time, each saying what it shows of how much and the offset that reads on."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from pydantic import Field
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools.paging import page, text_page
+
+LIST_PAGE = 100  # entries per list_files call
+READ_PAGE = 4000  # characters per read_text_file call, at most
 
 FOLDERS = {"download": "/sdcard/Download", "downloads": "/sdcard/Download", "dcim": "/sdcard/DCIM",
            "camera": "/sdcard/DCIM/Camera", "pictures": "/sdcard/Pictures", "screenshots": "/sdcard/Pictures/Screenshots",
@@ -35,6 +40,7 @@ def phone_path(name: str) -> str:
 
 class ListFilesArgs(ToolArgs):
     folder: str = Field(description="Folder such as 'Downloads', 'DCIM/Camera', 'Pictures' or a /sdcard path")
+    offset: int = Field(default=0, ge=0, description=f"Skip this many entries first ({LIST_PAGE} are listed per call)")
 
 
 class ListFiles(Tool):
@@ -55,18 +61,21 @@ class ListFiles(Tool):
             if len(parts) == 8 and not line.startswith("total"):
                 entries.append({"name": parts[7], "folder": parts[0].startswith("d"),
                                 "size": int(parts[4]) if parts[4].isdigit() else None, "modified": f"{parts[5]} {parts[6]}"})
-        return ToolResult(result={"folder": path, "entries": entries[:100], "count": len(entries)})
+        shown, info = page(entries, args.offset, LIST_PAGE, "entries")
+        return ToolResult(result={"folder": path, "entries": shown, "count": len(entries), **info})
 
 
 class ReadTextFileArgs(ToolArgs):
     path: str = Field(description="The text file, e.g. 'Downloads/booking.txt' or '/sdcard/Download/booking.txt'")
+    offset: int = Field(default=0, ge=0, description="Start at this character, to read on past an earlier call's text")
+    length: int = Field(default=READ_PAGE, ge=1, le=READ_PAGE, description="How many characters to read")
 
 
 class ReadTextFile(Tool):
     name = "read_text_file"
     app = "Files"
     needs_app = False  # works over the shell without a file manager
-    description = "Read a text file from the phone's storage (first 4,000 characters)."
+    description = "Read a text file from the phone's storage, up to 4,000 characters per call (offset reads on); says its size."
     Args = ReadTextFileArgs
 
     def run(self, ctx: ToolContext, args: ReadTextFileArgs) -> ToolResult:
@@ -74,7 +83,7 @@ class ReadTextFile(Tool):
         result = ctx.device.shell(["cat", path])
         if not result.ok:
             raise ToolFailure(ErrorCode.element_not_found, f"cannot read {path}: {result.output.strip()[:200]}")
-        return ToolResult(result={"path": path, "text": result.output[:4000]})
+        return ToolResult(result={"path": path, **text_page(result.output, args.offset, args.length)})
 
 
 class DeleteFileArgs(ToolArgs):

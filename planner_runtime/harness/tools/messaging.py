@@ -3,14 +3,15 @@
 ``send_message`` opens the messaging app with ``ACTION_SENDTO smsto:<number>`` and the text in
 ``sms_body`` — the intent every SMS app handles — then taps its Send button, so nothing is sent
 until that tap (and the tap happens only past the safety gate). ``read_messages`` reads
-Telephony's ``content://sms/inbox``. A recipient given by name is looked up in Contacts first.
+Telephony's ``content://sms/inbox`` a page at a time. A recipient given by name is looked up in
+Contacts first; the repeat guard knows a send by the number it goes to (:meth:`SendMessage.target`).
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
@@ -20,6 +21,7 @@ from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.apps import _require_app, _sql_text
 from planner_runtime.harness.tools.gui import wait_for_screen
+from planner_runtime.harness.tools.paging import page
 
 SENDTO = "android.intent.action.SENDTO"
 SMS_INBOX = "content://sms/inbox"
@@ -37,6 +39,17 @@ def number_for(ctx: ToolContext, to: str) -> str:
     return str(rows[0]["data1"])
 
 
+def canonical_number(number: str) -> str:
+    """The number as a dialler reads it, for telling numbers apart: separators (spaces, dashes,
+    dots, brackets) dropped, so "+1 555 0123" and "+1-555-0123" are one number."""
+    return "".join(c for c in number if c.isdigit() or c in "+*#")
+
+
+def strip_text(value: object) -> object:
+    """Outer whitespace is never meant: a recipient or a message is the same without it."""
+    return value.strip() if isinstance(value, str) else value
+
+
 def _is_send_button(e: Element) -> bool:
     label = (e.description or e.text).strip().lower()
     return "tap" in e.actions and (label.startswith("send") or e.resource_id.endswith("send_message_button_icon"))
@@ -46,6 +59,11 @@ class SendMessageArgs(ToolArgs):
     to: str = Field(min_length=1, description="Phone number, or the name of a saved contact")
     text: str = Field(min_length=1, description="The message to send, exactly")
 
+    @field_validator("to", "text", mode="before")
+    @classmethod
+    def strip_outer_space(cls, value: object) -> object:
+        return strip_text(value)
+
 
 class SendMessage(Tool):
     name = "send_message"
@@ -53,6 +71,9 @@ class SendMessage(Tool):
     description = "Send a text message (SMS) to a phone number or a saved contact (asks the user first)."
     Args = SendMessageArgs
     sensitive = Sensitivity.send
+
+    def target(self, ctx: ToolContext, args: SendMessageArgs) -> dict[str, object]:
+        return {"to": canonical_number(number_for(ctx, args.to)), "text": args.text}
 
     def run(self, ctx: ToolContext, args: SendMessageArgs) -> ToolResult:
         _require_app(ctx, "Messages")
@@ -73,13 +94,14 @@ class SendMessage(Tool):
 
 class ReadMessagesArgs(ToolArgs):
     sender: str = Field(default="", description="Only messages from this number or saved contact; empty for all")
-    limit: int = Field(default=5, ge=1, le=20, description="How many of the newest messages")
+    limit: int = Field(default=5, ge=1, le=20, description="How many messages, newest first")
+    offset: int = Field(default=0, ge=0, description="Skip this many of the newest first, to read older ones")
 
 
 class ReadMessages(Tool):
     name = "read_messages"
     app = "Messages"
-    description = "Read the newest received text messages (sender, text), newest first."
+    description = "Read the received text messages (sender, text), newest first (offset reads older ones)."
     Args = ReadMessagesArgs
 
     def run(self, ctx: ToolContext, args: ReadMessagesArgs) -> ToolResult:
@@ -87,4 +109,5 @@ class ReadMessages(Tool):
         where = f"address={_sql_text(number_for(ctx, args.sender))}" if args.sender else None
         # the body last: Android's row format is only ambiguous for a value followed by another column
         rows = content_query(ctx.device, SMS_INBOX, projection=["address", "date", "body"], where=where, sort="date DESC, _id DESC")
-        return ToolResult(result=[{"from": r.get("address"), "text": r.get("body")} for r in rows[: args.limit]])
+        shown, info = page(rows, args.offset, args.limit, "messages")
+        return ToolResult(result={"messages": [{"from": r.get("address"), "text": r.get("body")} for r in shown], **info})

@@ -5,7 +5,7 @@ refused, e.g. not enough balance)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from device_farm.android import Intent
 from device_farm.hierarchy import Screen
@@ -13,6 +13,7 @@ from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools.messaging import canonical_number, strip_text
 from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, read_list, settle, tap, type_into
 
 APP = "PayPal"
@@ -51,6 +52,11 @@ class SendMoneyArgs(ToolArgs):
     amount: float = Field(gt=0, le=10000, description="Amount in USD, e.g. 25 or 12.50")
     note: str = Field(default="", max_length=200, description="What it's for (shown to the recipient)")
 
+    @field_validator("to", "note", mode="before")
+    @classmethod
+    def strip_outer_space(cls, value: object) -> object:
+        return strip_text(value)
+
 
 class SendMoney(Tool):
     name = "send_money"
@@ -58,6 +64,12 @@ class SendMoney(Tool):
     description = "Send money from the user's PayPal balance to a person (Send, then Send Now)."
     Args = SendMoneyArgs
     sensitive = Sensitivity.pay
+
+    def target(self, ctx: ToolContext, args: SendMoneyArgs) -> dict[str, object]:
+        # PayPal finds a person by name, @username, email or number whatever the case or spacing
+        phone = not any(c.isalpha() or c == "@" for c in args.to)
+        to = canonical_number(args.to) if phone else " ".join(args.to.casefold().split())
+        return {"to": to, "amount": args.amount, "note": args.note}
 
     def run(self, ctx: ToolContext, args: SendMoneyArgs) -> ToolResult:
         screen = _home(ctx)

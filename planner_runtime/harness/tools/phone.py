@@ -2,15 +2,16 @@
 
 ``call`` starts ``ACTION_CALL tel:<number>``, which places the call at once (adb's shell holds
 CALL_PHONE, so it works on a real phone too); it is sensitive and runs only past the safety
-gate. ``recent_calls`` reads ``content://call_log/calls``. A callee given by name is looked up
-in Contacts first.
+gate. ``recent_calls`` reads ``content://call_log/calls`` a page at a time. A callee given by
+name is looked up in Contacts first; the repeat guard knows a call by the number it dials
+(:meth:`Call.target`), however that number was written.
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
@@ -18,7 +19,8 @@ from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.apps import _require_app
-from planner_runtime.harness.tools.messaging import number_for
+from planner_runtime.harness.tools.messaging import canonical_number, number_for, strip_text
+from planner_runtime.harness.tools.paging import page
 
 ACTION_CALL = "android.intent.action.CALL"
 CALLS_URI = "content://call_log/calls"
@@ -28,6 +30,11 @@ CALL_TYPES = {"1": "incoming", "2": "outgoing", "3": "missed", "4": "voicemail",
 class CallArgs(ToolArgs):
     to: str = Field(min_length=1, description="Phone number, or the name of a saved contact")
 
+    @field_validator("to", mode="before")
+    @classmethod
+    def strip_outer_space(cls, value: object) -> object:
+        return strip_text(value)
+
 
 class Call(Tool):
     name = "call"
@@ -35,6 +42,9 @@ class Call(Tool):
     description = "Place a phone call to a number or a saved contact (asks the user first)."
     Args = CallArgs
     sensitive = Sensitivity.call
+
+    def target(self, ctx: ToolContext, args: CallArgs) -> dict[str, object]:
+        return {"to": canonical_number(number_for(ctx, args.to))}
 
     def run(self, ctx: ToolContext, args: CallArgs) -> ToolResult:
         _require_app(ctx, "Phone")
@@ -49,13 +59,14 @@ class Call(Tool):
 
 class RecentCallsArgs(ToolArgs):
     kind: str = Field(default="", description="Only calls of this kind: incoming, outgoing or missed; empty for all")
-    limit: int = Field(default=5, ge=1, le=20, description="How many of the newest calls")
+    limit: int = Field(default=5, ge=1, le=20, description="How many calls, newest first")
+    offset: int = Field(default=0, ge=0, description="Skip this many of the newest first, to read older ones")
 
 
 class RecentCalls(Tool):
     name = "recent_calls"
     app = "Phone"
-    description = "Read the call log, newest first: number, saved name, and whether incoming, outgoing or missed."
+    description = "Read the call log, newest first: number, saved name, and whether incoming, outgoing or missed (offset reads older ones)."
     Args = RecentCallsArgs
 
     def run(self, ctx: ToolContext, args: RecentCallsArgs) -> ToolResult:
@@ -66,5 +77,7 @@ class RecentCalls(Tool):
         where = f"type={codes[args.kind.lower()]}" if args.kind else None
         rows = content_query(ctx.device, CALLS_URI, projection=["number", "name", "type", "duration"], where=where,
                              sort="date DESC, _id DESC")
-        return ToolResult(result=[{"number": r.get("number"), "name": r.get("name") or "", "kind": CALL_TYPES.get(str(r.get("type")), "call"),
-                                   "seconds": int(r.get("duration") or 0)} for r in rows[: args.limit]])
+        shown, info = page(rows, args.offset, args.limit, "calls")
+        calls = [{"number": r.get("number"), "name": r.get("name") or "", "kind": CALL_TYPES.get(str(r.get("type")), "call"),
+                  "seconds": int(r.get("duration") or 0)} for r in shown]
+        return ToolResult(result={"calls": calls, **info})

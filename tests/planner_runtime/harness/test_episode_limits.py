@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 
 import pytest
 
-from device_farm.android import content_query
+from device_farm.android import content_insert, content_query
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Message, Source, ToolSpec, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
@@ -25,6 +25,8 @@ from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.openai_compat import OpenAIPlanner
 from planner_runtime.planners.scripted import ScriptedPlanner
+from planner_runtime.tasks.seeding import seed
+from planner_runtime.tasks.spec import find_task
 
 SLACK_S = 2.5  # the episode may end this long after its limit: a second for the given-up turn to stop, the last write
 READ = {"name": "read_screen", "arguments": {}}
@@ -68,6 +70,76 @@ def test_an_identical_call_is_placed_once_even_with_steps_between(device, device
     assert _codes(traj) == [None, None, None, ErrorCode.repeated_action, None]
     assert "already ran (step 0)" in traj.steps[3].feedback.error.hint
     assert [r.allowed for r in gate.log] == [True]  # the repeat never reached the gate
+
+
+ALLOW_SENDING = SafetyGate(policy=Policy(allow=frozenset({Sensitivity.call, Sensitivity.send})))
+CONTACTS = "content://com.android.contacts/raw_contacts"
+
+
+def _save_contact(device, name: str, **values: str) -> None:
+    device.shell(["content", "delete", "--uri", CONTACTS])
+    content_insert(device, CONTACTS, {"display_name": name, **values})
+
+
+def test_a_number_is_called_once_however_it_is_written(device, device_ref, store):
+    _save_contact(device, "Ada Lovelace", phone="+1 555 0123")
+    device.shell(["content", "delete", "--uri", "content://call_log/calls"])
+    variants = ["+15550123", "+15550123 ", "+1 555 0123", "Ada Lovelace", " (+1) 555-0123"]
+    script = [_call("call", to=to) for to in variants] + [_call("finish", answer="called")]
+    traj = _episode(ScriptedPlanner(script), device, device_ref, store, gate=ALLOW_SENDING).run()
+
+    placed = [r["number"] for r in content_query(device, "content://call_log/calls") if r["type"] == "2"]
+    assert placed == ["+15550123"]
+    assert _codes(traj) == [None] + [ErrorCode.repeated_action] * 4 + [None]
+    assert "already ran (step 0)" in traj.steps[3].feedback.error.hint
+
+
+def test_a_text_to_a_contact_is_sent_once_by_name_or_number(device, device_ref, store):
+    _save_contact(device, "Ada Lovelace", phone="+1 555 0123")
+    device.shell(["content", "delete", "--uri", "content://sms"])
+    script = [_call("send_message", to="Ada Lovelace", text="On my way"), _call("send_message", to="+15550123", text="On my way "),
+              _call("send_message", to="+1 555 0123", text="On my way"), _call("finish", answer="sent")]
+    traj = _episode(ScriptedPlanner(script), device, device_ref, store, gate=ALLOW_SENDING).run()
+
+    sent = [r["body"] for r in content_query(device, "content://sms/sent", projection=["address", "body"])]
+    assert sent == ["On my way"]
+    assert _codes(traj) == [None, ErrorCode.repeated_action, ErrorCode.repeated_action, None]
+
+
+def test_an_email_to_a_contact_is_sent_once_by_name_or_address(device, device_ref, store):
+    _save_contact(device, "Grace Hopper", email="grace@navy.example")
+    mail = "content://com.google.android.gm/messages"
+    device.shell(["content", "delete", "--uri", mail])
+    script = [_call("send_email", to="Grace Hopper", subject="Talk", body="Thursday"),
+              _call("send_email", to=" Grace@Navy.example", subject="Talk", body="Thursday"), _call("finish", answer="sent")]
+    traj = _episode(ScriptedPlanner(script), device, device_ref, store, gate=ALLOW_SENDING).run()
+
+    sent = content_query(device, mail, where="folder='sent'")
+    assert len(sent) == 1, sent
+    assert _codes(traj) == [None, ErrorCode.repeated_action, None]
+
+
+def test_money_is_sent_once_however_the_recipient_is_spelt(device, device_ref, store):
+    seed(find_task("payments.send_money"), device)
+    pay = {"amount": 20.0, "note": "concert tickets"}
+    script = [_call("send_money", to="Maria Garcia", **pay), _call("send_money", to="maria  garcia ", amount=20, note="concert tickets "),
+              _call("finish", answer="sent")]
+    gate = SafetyGate(policy=Policy(allow=frozenset({Sensitivity.pay})))
+    traj = _episode(ScriptedPlanner(script), device, device_ref, store, gate=gate).run()
+
+    sent = content_query(device, "content://com.paypal.android.p2pmobile.provider/transactions", where="counterparty='Maria Garcia'")
+    assert len(sent) == 1, sent
+    assert _codes(traj) == [None, ErrorCode.repeated_action, None]
+
+
+def test_a_different_number_is_still_called(device, device_ref, store):
+    device.shell(["content", "delete", "--uri", "content://call_log/calls"])
+    script = [_call("call", to="+15550123"), _call("call", to="+15550124"), _call("finish", answer="called both")]
+    traj = _episode(ScriptedPlanner(script), device, device_ref, store, gate=ALLOW_SENDING).run()
+
+    placed = [r["number"] for r in content_query(device, "content://call_log/calls", sort="_id") if r["type"] == "2"]
+    assert placed == ["+15550123", "+15550124"]
+    assert _codes(traj) == [None, None, None]
 
 
 def test_identical_delegate_calls_all_run(device, device_ref, store):

@@ -176,7 +176,7 @@ def test_read_messages_returns_a_multi_line_text_whole(device):
     device.shell(["content", "delete", "--uri", "content://sms"])
     content_insert(device, "content://sms/inbox", {"address": "+15550100", "body": body, "type": 1, "date": 1_790_000_000_000})
 
-    assert _tool(device, "read_messages") == [{"from": "+15550100", "text": body}]
+    assert _tool(device, "read_messages")["messages"] == [{"from": "+15550100", "text": body}]
 
 
 def test_payment_activity_of_exactly_the_bound_is_whole(device):
