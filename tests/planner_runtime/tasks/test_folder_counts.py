@@ -22,3 +22,12 @@ def test_a_count_task_empties_its_folder_before_seeding(device, task_id, folder,
     seed(BUILTIN[task_id], device)
     listed = device.shell(["ls", folder])
     assert listed.ok and sorted(listed.output.split()) == left
+
+
+def test_the_reset_plan_and_the_audit_warning_name_the_emptied_folder():
+    from planner_runtime.runner import reset_plan
+    from planner_runtime.tasks.audit import what_setup_resets
+
+    task = BUILTIN["files.count_downloads"]
+    assert reset_plan(task)[0] == "delete everything in /sdcard/Download"
+    assert "empties folders /sdcard/Download" in what_setup_resets([task])
