@@ -123,6 +123,8 @@ def reset_plan(task: TaskSpec) -> list[str]:
             plan.append(f"set {put.namespace} {put.key} to {task.render(put.value) if isinstance(put.value, str) else put.value}")
         elif action.file_push is not None:
             plan.append(f"overwrite {task.render(action.file_push.path)}")
+        elif action.folder_empty is not None:
+            plan.append(f"delete everything in {task.render(action.folder_empty.path)}")
     return plan
 
 

@@ -118,6 +118,8 @@ def tasks_audit(
             mark = "[red]PASSES WITHOUT ACTING[/red]"
         elif r.passes_by_naming_everything:
             mark = "[red]PASSES BY NAMING EVERYTHING[/red] (add answer_excludes with the wrong candidates)"
+        elif r.passes_by_number_spray:
+            mark = "[red]PASSES BY NUMBER SPRAY[/red] (check the number with answer_number, or exclude the wrong ones)"
         elif not r.ran:
             mark = f"[yellow]COULD NOT RUN[/yellow] {escape(r.error or _first_evidence(r))}"
         else:

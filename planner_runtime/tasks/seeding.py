@@ -46,6 +46,16 @@ def seed(task: TaskSpec, device: Device, memory: MemoryStore | None = None) -> N
             put_setting(device, s.namespace, s.key, task.render(s.value) if isinstance(s.value, str) else s.value)
         elif action.file_push is not None:
             write_file(device, task.render(action.file_push.path), task.render(action.file_push.content).encode())
+        elif action.folder_empty is not None:
+            empty_folder(device, task.render(action.folder_empty.path))
+
+
+def empty_folder(device: Device, path: str) -> None:
+    """Delete what ``path`` holds and leave it an empty folder (made if it was missing)."""
+    for argv in (["rm", "-rf", path], ["mkdir", "-p", path]):
+        done = device.shell(argv)
+        if not done.ok:
+            raise ShellCommandError(" ".join(argv[:2]), done.exit_code, done.output)
 
 
 def write_file(device: Device, path: str, data: bytes) -> None:

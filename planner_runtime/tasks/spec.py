@@ -123,6 +123,20 @@ class FilePush(SpecModel):
     content: str = ""
 
 
+class FolderEmpty(SpecModel):
+    """Every file and folder inside ``path`` deleted before the episode; the folder itself stays
+    (a template; shared storage only, so a typo cannot empty the system)."""
+
+    path: str = Field(pattern=r"^/(sdcard|storage)/[^/]\S*$")
+
+    @field_validator("path")
+    @classmethod
+    def _no_parent(cls, path: str) -> str:
+        if ".." in path.split("/"):
+            raise ValueError("a folder to empty is named without '..'")
+        return path.rstrip("/")
+
+
 class AnswerNumber(SpecModel):
     """A number written in the answer is ``value`` within ``tolerance`` (a template string is
     rendered, then read as a number)."""
@@ -178,6 +192,7 @@ class SetupAction(_OneOf):
     memory: MemorySeed | None = None
     settings_put: SettingPut | None = None
     file_push: FilePush | None = None
+    folder_empty: FolderEmpty | None = None
 
 
 class CheckSpec(_OneOf):

@@ -103,6 +103,8 @@ def templates(task: TaskSpec) -> Iterator[tuple[Loc, str, str]]:
         elif a.file_push is not None:
             yield at + ("path",), "path", a.file_push.path
             yield at + ("content",), "text", a.file_push.content
+        elif a.folder_empty is not None:
+            yield at + ("path",), "path", a.folder_empty.path
     for i, c in enumerate(task.checks):
         at = ("checks", i, c.kind)
         if c.content is not None:

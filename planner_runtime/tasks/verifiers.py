@@ -26,7 +26,10 @@ from planner_runtime.tasks.spec import CheckSpec, TaskSpec
 
 ASK_TOOL = "ask_user"
 CONFIRMED = "confirmed by the user"  # the safety gate's reason, recorded in the feedback note
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+")
+_LEADING = "\"'([{<$€£~≈"
+_TRAILING = "\"'.,;:!?)]}>%*"
+_OTHERS_ALLOWED = 1  # values an answer_number answer may give beside the expected one and the goal's
 _NOT_RUN = {FeedbackStatus.blocked, FeedbackStatus.needs_confirmation}
 
 CheckFn = Callable[[TaskSpec, CheckSpec, Device, Trajectory], Check]
@@ -51,16 +54,59 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold().rstrip(".!")
 
 
-def _answer_contains(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
-    expected, answer = task.render(spec.answer_contains), _answer(trajectory)
-    return Check(name=spec.name or f"answer contains {expected!r}", passed=expected.lower() in answer.lower(),
-                 evidence=f"answer: {answer[:200]!r}")
+def _starts_clear(answer: str, at: int, term: str) -> bool:
+    """Nothing glues the match at ``at`` to what comes before: no letter or digit, and no number
+    it would continue ("5" is not in "1.5" or "1,5"). Leading zeros are the same number: "9:30"
+    is in "09:30"."""
+    before = answer[:at]
+    if term[:1].isdigit():
+        before = before.rstrip("0")
+    if _wordy(term[:1]) and _wordy(before[-1:]):
+        return False
+    return not (term[:1].isdigit() and re.search(r"\d[.,]$", before))
+
+
+def _ends_clear(answer: str, end: int, term: str, whole_word: bool) -> bool:
+    """Nothing glues the match to what follows: a term ending in a digit is never followed by a
+    digit or a decimal part ("9:30" is not in "9:305", "99" not in "99.5", but "99" is in
+    "99.00"); a whole word is never followed by a letter or digit either."""
+    after = answer[end:]
+    if term[-1:].isdigit() and re.match(r"\d|[.,]\d", after) and not re.match(r"\.0+(?!\d)", after):
+        return False
+    return not (whole_word and _wordy(term[-1:]) and _wordy(after[:1]))
+
+
+def _wordy(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def contains(answer: str, term: str) -> bool:
+    """``term`` starts a word in ``answer``, ignoring case, and no digit is glued to a digit:
+    "Dec" is in "December" (a prefix of a word counts, as a month or a name's start is written
+    either way) but not in "ADec"; "9:30" is not in "19:30" nor "9:305"; "room 4" is not in "room 45"."""
+    return _find(answer, term, whole_word=False)
 
 
 def names(answer: str, term: str) -> bool:
     """``term`` appears in ``answer`` as a whole word or phrase, ignoring case ("Ann" is not
-    named by "Anna"; "room 4" is not named by "room 4B")."""
-    return re.search(rf"(?<!\w){re.escape(term)}(?!\w)", answer, re.IGNORECASE) is not None
+    named by "Anna"; "room 4" is not named by "room 4B"; "250" is not named by "1,250")."""
+    return _find(answer, term, whole_word=True)
+
+
+def _find(answer: str, term: str, whole_word: bool) -> bool:
+    if not term:
+        return True
+    for m in re.finditer(f"(?={re.escape(term)})", answer, re.IGNORECASE):  # overlapping starts
+        if _starts_clear(answer, m.start(), term) and _ends_clear(answer, m.start() + len(term), term, whole_word):
+            return True
+    return False
+
+
+def _answer_contains(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
+    """The expected text starts a word of the answer (see :func:`contains`)."""
+    expected, answer = task.render(spec.answer_contains), _answer(trajectory)
+    return Check(name=spec.name or f"answer contains {expected!r}", passed=contains(answer, expected),
+                 evidence=f"answer: {answer[:200]!r}")
 
 
 def _answer_excludes(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
@@ -81,12 +127,26 @@ def _answer_equals(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: 
 
 
 def numbers_in(text: str) -> list[float]:
-    """The numbers written in ``text`` (thousands separators allowed: ``1,250.5``)."""
-    return [float(m.replace(",", "")) for m in _NUMBER.findall(text)]
+    """The numbers written in ``text`` as words of their own (thousands separators allowed:
+    ``1,250.5``; a currency sign, brackets and closing punctuation around them are dropped).
+    Digits inside another word are no number here: ``9:30``, ``2026-05-01``, ``4B``, ``IMG_0042``."""
+    found = []
+    for word in text.split():
+        word = word.lstrip(_LEADING).rstrip(_TRAILING)
+        if _NUMBER.fullmatch(word):
+            found.append(float(word.replace(",", "")))
+    return found
+
+
+def _close(x: float, want: float, tolerance: float) -> bool:
+    return abs(x - want) <= tolerance + 1e-9 * max(1.0, abs(want))
 
 
 def _answer_number(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
-    """Passes when a number in the answer is within the tolerance of the expected value."""
+    """Passes when a number in the answer is within the tolerance of the expected value and the
+    answer gives at most one other value besides the numbers the goal itself states (a count of
+    nights beside a price, a year). Two or more other values fail: an answer that lists 0..20, or
+    every amount it saw, or the working of a sum, does not say which one it means."""
     n = spec.answer_number
     raw = task.render(n.value) if isinstance(n.value, str) else n.value
     try:
@@ -94,10 +154,15 @@ def _answer_number(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: 
     except ValueError:
         raise ShellCommandError("answer_number", 1, f"expected value {raw!r} is not a number") from None
     found = numbers_in(_answer(trajectory))
-    close = [x for x in found if abs(x - want) <= n.tolerance + 1e-9 * max(1.0, abs(want))]
+    stated = numbers_in(task.rendered_goal())
+    close = [x for x in found if _close(x, want, n.tolerance)]
+    others = sorted({x for x in found if not _close(x, want, n.tolerance) and not any(_close(x, g, 0.0) for g in stated)})
     shown = ", ".join(f"{x:g}" for x in found) or "none"
-    return Check(name=spec.name or f"answer is {want:g} ± {n.tolerance:g}", passed=bool(close),
-                 evidence=f"numbers in the answer: {shown}; answer: {_answer(trajectory)[:160]!r}")
+    extra = (f"; {len(others)} other values besides the goal's ({', '.join(f'{x:g}' for x in others[:8])}): "
+             "the answer must say which one it means") if len(others) > _OTHERS_ALLOWED else ""
+    return Check(name=spec.name or f"answer is {want:g} ± {n.tolerance:g}",
+                 passed=bool(close) and len(others) <= _OTHERS_ALLOWED,
+                 evidence=f"numbers in the answer: {shown}{extra}; answer: {_answer(trajectory)[:160]!r}")
 
 
 def _calls(trajectory: Trajectory, tool: str) -> list[int]:

@@ -66,3 +66,41 @@ def test_the_built_in_suites_set_every_state_their_checks_read(name):
     res = cli("tasks", "check", str(SUITES_DIR / name), "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout).get("warnings", []) == []
+
+
+def _rows_suite(tmp_path, setup: str, check_uri: str) -> str:
+    path = tmp_path / "rows.yaml"
+    path.write_text(
+        "tasks:\n  - id: messages.sent_one\n    goal: Text Ada hi\n    domain: messages\n"
+        f"    setup:\n{setup}"
+        f"    checks:\n      - content: {{uri: '{check_uri}', min: 1, max: 1}}\n"
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize("setup, check_uri, warned", [
+    ("      - content_delete: {uri: 'content://sms', where: \"address='+15550100'\"}\n", "content://sms/sent", True),
+    ("      - content_delete: {uri: 'content://sms/inbox'}\n", "content://sms/sent", True),
+    ("      - content_delete: {uri: 'content://sms'}\n", "content://sms/sent", False),
+    ("      - content_delete: {uri: 'content://sms/sent'}\n", "content://sms/sent", False),
+    ("      - content_delete: {uri: 'content://com.android.contacts/raw_contacts'}\n", "content://com.android.contacts/data", False),
+    ("      - content_delete: {uri: 'content://com.android.contacts/data'}\n", "content://com.android.contacts/raw_contacts", True),
+])
+def test_only_a_delete_of_every_row_of_the_table_covers_a_check_on_it(tmp_path, setup, check_uri, warned):
+    res = cli("tasks", "check", _rows_suite(tmp_path, setup, check_uri), "--json")
+    assert res.returncode == 0, res.stderr
+    assert bool(json.loads(res.stdout).get("warnings")) == warned, res.stdout
+
+
+def test_emptying_a_folder_covers_the_file_checks_below_it(tmp_path):
+    path = tmp_path / "files.yaml"
+    path.write_text(
+        "tasks:\n  - id: files.keep_lease\n    goal: Tidy my Downloads\n    domain: files\n"
+        "    setup:\n      - folder_empty: {path: /sdcard/Download}\n"
+        "    checks:\n      - file: {path: /sdcard/Download/lease.pdf}\n"
+        "      - file: {path: /sdcard/Documents/lease.pdf}\n"
+    )
+    res = cli("tasks", "check", str(path), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["warnings"] == [
+        {"task": "files.keep_lease", "check": "#2", "key": "file:/sdcard/Documents/lease.pdf"}]
