@@ -7,10 +7,13 @@ system prompt shows. Compiling is cheap, but the tool list repeats every step, s
 list is compiled once and every turn starts from a copy of the fresh matcher.
 
 A grammar alone does not make a call close within a token budget: an array or a string can grow
-until the budget cuts the JSON. So strings and arrays are also capped from the budget, and the
-decoder keeps one promise the grammar cannot: after each sampled token it asks
-:meth:`ToolCallGrammars.closing` for a short way to finish the call from there, and when that no
-longer fits in the tokens left it takes the token back and emits the closing instead.
+until the budget cuts the JSON. So the decoder keeps one promise the grammar cannot: after each
+sampled token it asks :meth:`ToolCallGrammars.closing` for a short way to finish the call from
+there, and when that no longer fits in the tokens left it takes the token back and emits the
+closing instead. Such a call is *cut*: it parses, but its last value is shorter than the model
+meant, so the planner flags it and the harness never runs it. Strings also carry a loose cap
+(one the budget could only reach with unusually dense tokens); a string that reaches it was
+ended by the grammar, and counts as cut too (:func:`reaches_cap`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,20 @@ def cap_strings(schema: Any, max_chars: int) -> Any:
     if isinstance(schema, list):
         return [cap_strings(v, max_chars) for v in schema]
     return schema
+
+
+def reaches_cap(value: Any, max_chars: int | None) -> bool:
+    """Whether a string anywhere in ``value`` (a call's arguments) holds ``max_chars`` characters
+    or more: the grammar closed it at the cap, whatever the model would have written next."""
+    if max_chars is None:
+        return False
+    if isinstance(value, str):
+        return len(value) >= max_chars
+    if isinstance(value, dict):
+        return any(reaches_cap(v, max_chars) for v in value.values())
+    if isinstance(value, list):
+        return any(reaches_cap(v, max_chars) for v in value)
+    return False
 
 
 def cap_arrays(schema: Any, max_items: int) -> Any:
@@ -149,7 +166,8 @@ class ToolCallGrammars:
     def admit(self, matcher: "llguidance.LLMatcher", token: int, left: int) -> list[int] | None:
         """Feed a sampled ``token`` to ``matcher`` with ``left`` tokens of the budget to go (it
         included); what to emit: ``[token]``, or, when the call could no longer close after it,
-        the closing from before it. ``None`` when the grammar rejects ``token``."""
+        the closing from before it (anything but ``[token]`` means the budget cut the call).
+        ``None`` when the grammar rejects ``token``."""
         if not matcher.consume_token(token):
             return None
         if matcher.is_stopped() or self.closing(matcher, left - 1) is not None:
