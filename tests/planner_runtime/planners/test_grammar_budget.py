@@ -21,7 +21,7 @@ from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.harness.tools.user import AskUser
 from planner_runtime.planners import model_store
 from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL
-from planner_runtime.planners.grammar import ToolCallGrammars
+from planner_runtime.planners.grammar import ToolCallGrammars, reaches_cap
 from planner_runtime.planners.local import LocalPlanner
 from planner_runtime.planners.toolcalls import CLOSE, OPEN
 
@@ -126,3 +126,58 @@ def test_the_delegate_call_that_was_cut_now_closes(grammars, tokenizer, enders):
     # a model that keeps naming tools for delegate.tools filled the 96-token default budget
     for seed in range(5):
         assert_valid_call(*decode(grammars, tokenizer, enders, [BY_NAME["delegate"]], 96, random.Random(seed)))
+
+
+LONG_TEXT = ("Hi Grace, the compiler talk moved from Thursday to Friday at 3pm in room 4B; please bring "
+             "the slides and the demo laptop, and tell Ada too. Thanks!")
+
+
+def follow(grammars, tokenizer, tools: list[ToolSpec], target: str, budget: int) -> tuple[dict, bool]:
+    """What the local planner's loop does for a model that writes ``target`` (the answer after the
+    prefill) token by token: the call's arguments, and whether the planner flags the call cut (its
+    closing forced by the budget, or a string ended at the grammar's cap)."""
+    planner = LocalPlanner(max_new_tokens=budget)
+    cap = planner.string_cap(budget)
+    matcher = grammars.matcher(tools, cap)
+    assert matcher.consume_tokens(tokenizer(TOOL_CALL_PREFILL, add_special_tokens=False).input_ids)
+    generated: list[int] = []
+    cut = False
+    while len(generated) < budget and not matcher.is_stopped():
+        forced = matcher.compute_ff_tokens()[: budget - len(generated)]
+        if forced:
+            matcher.consume_tokens(forced)
+            generated += forced
+            if matcher.is_stopped() or len(generated) >= budget:
+                break
+        written = tokenizer.decode(generated)
+        rest = target[len(written):] if target.startswith(written) else ""
+        ids = tokenizer(rest, add_special_tokens=False).input_ids if rest else []
+        token = ids[0] if ids and matcher.validate_tokens([ids[0]]) == 1 else _lowest_allowed_token(matcher)
+        emitted = grammars.admit(matcher, token, budget - len(generated))
+        assert emitted is not None, matcher.get_error()
+        cut |= emitted != [token]
+        generated += emitted
+    text = TOOL_CALL_PREFILL + tokenizer.decode(generated)
+    assert_valid_call(text, matcher.is_stopped())
+    arguments = json.loads(text[len(OPEN) + 1 : -len(CLOSE) - 1])["arguments"]
+    return arguments, cut or reaches_cap(arguments, cap)
+
+
+def _lowest_allowed_token(matcher) -> int:
+    return int(np.flatnonzero(np.frombuffer(matcher.compute_logit_bias(), dtype=np.uint8))[0])
+
+
+def _send(text: str) -> str:
+    return 'send_message", "arguments": {"to": "+15550123", "text": ' + json.dumps(text) + "}}\n" + CLOSE
+
+
+def test_a_long_message_that_fits_the_budget_is_sent_whole(grammars, tokenizer):
+    # 150 characters at the default 96-token budget: the string cap used to end it at 112, unflagged
+    arguments, cut = follow(grammars, tokenizer, [BY_NAME["send_message"]], _send(LONG_TEXT), 96)
+    assert arguments == {"to": "+15550123", "text": LONG_TEXT} and not cut
+
+
+@pytest.mark.parametrize("text, budget", [(LONG_TEXT, 48), (LONG_TEXT, 40), (LONG_TEXT + " " + LONG_TEXT, 128)])
+def test_a_message_the_budget_cannot_hold_is_whole_or_flagged_cut(grammars, tokenizer, text, budget):
+    arguments, cut = follow(grammars, tokenizer, [BY_NAME["send_message"]], _send(text), budget)
+    assert arguments["text"] != text and cut, arguments  # it cannot fit: closed early, and it says so
