@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from planner_runtime.contract import ToolSpec
+from planner_runtime.contract import Message, Role, ToolSpec
+from planner_runtime.harness.episode import SYSTEM_PROMPT
 from planner_runtime.harness.subagents import Delegate
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools.memory import Recall, Remember
 from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.harness.tools.user import AskUser
-from planner_runtime.planners import model_store
+from planner_runtime.planners import Sampling, model_store
 from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL
 from planner_runtime.planners.grammar import ToolCallGrammars, reaches_cap
 from planner_runtime.planners.local import LocalPlanner
@@ -181,3 +182,15 @@ def test_a_long_message_that_fits_the_budget_is_sent_whole(grammars, tokenizer):
 def test_a_message_the_budget_cannot_hold_is_whole_or_flagged_cut(grammars, tokenizer, text, budget):
     arguments, cut = follow(grammars, tokenizer, [BY_NAME["send_message"]], _send(text), budget)
     assert arguments["text"] != text and cut, arguments  # it cannot fit: closed early, and it says so
+
+
+@pytest.mark.slow
+def test_the_local_planner_flags_a_message_its_budget_cut(planner):
+    # the embedded model copies the message it is asked to send; 40 tokens cannot hold it
+    goal = f"Send this text message to +15550123, word for word: {LONG_TEXT}"
+    messages = [Message(role=Role.system, content=SYSTEM_PROMPT), Message(role=Role.user, content=goal)]
+    out = planner.plan(messages, [BY_NAME["send_message"]], sampling=Sampling(max_new_tokens=40))
+    assert len(out.tool_calls) == 1 and out.tool_calls[0].name == "send_message", out.text
+    assert out.tool_calls[0].arguments["text"] != LONG_TEXT and out.cut, out.text
+    whole = planner.plan(messages, [BY_NAME["send_message"]], sampling=Sampling(max_new_tokens=96))
+    assert not whole.cut or whole.tool_calls[0].arguments["text"] != LONG_TEXT, whole.text
