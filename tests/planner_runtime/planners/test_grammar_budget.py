@@ -194,3 +194,10 @@ def test_the_local_planner_flags_a_message_its_budget_cut(planner):
     assert out.tool_calls[0].arguments["text"] != LONG_TEXT and out.cut, out.text
     whole = planner.plan(messages, [BY_NAME["send_message"]], sampling=Sampling(max_new_tokens=96))
     assert not whole.cut or whole.tool_calls[0].arguments["text"] != LONG_TEXT, whole.text
+
+    # the server's batch decoder says the same, and its finish_reason is "length"
+    from planner_runtime.serving.batch import BatchDecoder, PlanRequest
+
+    request = PlanRequest(tuple(messages), (BY_NAME["send_message"],), Sampling(max_new_tokens=40))
+    (served,) = BatchDecoder(planner).load().decode([request])
+    assert served.tool_calls[0].arguments["text"] != LONG_TEXT and served.cut and served.truncated, served.text
