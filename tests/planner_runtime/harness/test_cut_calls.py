@@ -3,6 +3,8 @@ episode answers it with feedback, stores the step, and the model's whole call ru
 
 from __future__ import annotations
 
+import json
+
 from device_farm.android import content_query
 from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
@@ -10,6 +12,7 @@ from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput
+from planner_runtime.planners.openai_answer import read_answer
 from planner_runtime.planners.toolcalls import format_tool_call
 
 WHOLE = ("Hi Grace, the compiler talk moved from Thursday to Friday at 3pm in room 4B; please bring "
@@ -53,3 +56,14 @@ def test_a_cut_call_is_answered_not_run_and_the_step_is_stored(device, device_re
     # only the whole message reached the phone
     assert [r["body"] for r in content_query(device, "content://sms/sent")] == [WHOLE]
     assert store.get(traj.id).steps == traj.steps
+
+
+def test_a_server_answer_that_ran_out_of_tokens_is_cut():
+    # our own server says "length" for a call its budget closed; so does any server cut at max_tokens
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "send_message", "arguments": json.dumps({"to": "+15550123", "text": SHORTENED})}}
+    for finish, cut in (("length", True), ("tool_calls", False), ("stop", False)):
+        payload = {"choices": [{"index": 0, "finish_reason": finish,
+                                "message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}
+        out = read_answer(payload)
+        assert [c.arguments["text"] for c in out.tool_calls] == [SHORTENED] and out.cut is cut
