@@ -11,9 +11,8 @@ until the budget cuts the JSON. So the decoder keeps one promise the grammar can
 sampled token it asks :meth:`ToolCallGrammars.closing` for a short way to finish the call from
 there, and when that no longer fits in the tokens left it takes the token back and emits the
 closing instead. Such a call is *cut*: it parses, but its last value is shorter than the model
-meant, so the planner flags it and the harness never runs it. Strings also carry a loose cap
-(one the budget could only reach with unusually dense tokens); a string that reaches it was
-ended by the grammar, and counts as cut too (:func:`reaches_cap`).
+meant, so the planner flags it and the harness never runs it. A planner may also cap strings
+(and so arrays); a value that ends at such a cap counts as cut too (:func:`reaches_cap`).
 """
 
 from __future__ import annotations
@@ -52,17 +51,29 @@ def cap_strings(schema: Any, max_chars: int) -> Any:
     return schema
 
 
+# The most characters one token adds to a string, near enough: a token that would pass the cap is
+# masked, so a string the cap ended may stop up to this far short of it.
+TOKEN_CHARS = 16
+
+
+def items_cap(max_chars: int) -> int:
+    """The most items an array holds under a string cap of ``max_chars``: about one per 8 characters."""
+    return max(1, max_chars // 8)
+
+
 def reaches_cap(value: Any, max_chars: int | None) -> bool:
-    """Whether a string anywhere in ``value`` (a call's arguments) holds ``max_chars`` characters
-    or more: the grammar closed it at the cap, whatever the model would have written next."""
+    """Whether a string anywhere in ``value`` (a call's arguments) ends within a token's width of
+    ``max_chars``, or an array holds :func:`items_cap` items: the grammar may have closed it at
+    the cap, whatever the model would have written next. (A schema's own, smaller limit is
+    never reached here.)"""
     if max_chars is None:
         return False
     if isinstance(value, str):
-        return len(value) >= max_chars
+        return len(value) > max_chars - TOKEN_CHARS
     if isinstance(value, dict):
         return any(reaches_cap(v, max_chars) for v in value.values())
     if isinstance(value, list):
-        return any(reaches_cap(v, max_chars) for v in value)
+        return len(value) >= items_cap(max_chars) or any(reaches_cap(v, max_chars) for v in value)
     return False
 
 
@@ -89,7 +100,7 @@ def tool_call_grammar(tools: Sequence[ToolSpec], max_string_chars: int | None = 
     for i, tool in enumerate(tools):
         params = tool.parameters
         if max_string_chars:
-            params = cap_arrays(cap_strings(params, max_string_chars), max(1, max_string_chars // 8))
+            params = cap_arrays(cap_strings(params, max_string_chars), items_cap(max_string_chars))
         schema = {**params, "x-guidance": JSON_LAYOUT}
         name = json.dumps(f'{tool.name}", "arguments": ', ensure_ascii=False)
         rules.append(f"call_{i}: {name} %json {json.dumps(schema, ensure_ascii=False)}")

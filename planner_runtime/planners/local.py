@@ -50,9 +50,6 @@ if TYPE_CHECKING:
     import torch
 
 _END_TOKENS = (IM_END, "<|endoftext|>")
-# About what a token of English text holds: a string cap of this many characters per token of the
-# budget only binds on text the budget could barely hold anyway.
-CHARS_PER_TOKEN = 4
 log = logging.getLogger(__name__)
 
 
@@ -88,7 +85,7 @@ class LocalPlanner:
         dtype: "torch.dtype | str | None" = None,
         seed: int = 0,
         max_new_tokens: int = 96,
-        max_string_chars: int | None = 160,
+        max_string_chars: int | None = None,
         prefill_tool_call: bool = True,
         reuse_prefix_cache: bool = True,
         prefix_slots: int = 8,
@@ -102,7 +99,7 @@ class LocalPlanner:
         self.dtype = dtype
         self.seed = seed
         self.max_new_tokens = max_new_tokens
-        # Constrained strings stop here, so a call closes within max_new_tokens (None: no cap).
+        # Constrained strings stop here (None: no cap; admit() alone keeps a call within the budget).
         self.max_string_chars = max_string_chars
         self.prefill_tool_call = prefill_tool_call
         self.reuse_prefix_cache = reuse_prefix_cache
@@ -330,13 +327,13 @@ class LocalPlanner:
         return text, usage, timings, cut, cap
 
     def string_cap(self, max_new_tokens: int) -> int | None:
-        """Characters a constrained string may hold: ``max_string_chars``, or fewer when the budget
-        could not hold that many at ~4 characters a token. It is not what makes a call close
-        (:meth:`admit` is), so it does not bind before the budget does; a string that reaches it
-        was ended by the grammar, and the call is flagged cut (:func:`reaches_cap`)."""
+        """Characters a constrained string may hold: ``max_string_chars`` (``None``, the default:
+        any). A cap is not what makes a call close within ``max_new_tokens`` — :meth:`admit`
+        closes it from the tokens actually left, and flags it cut — so none is derived from the
+        budget; a string ended by a set cap flags the call cut too (:func:`reaches_cap`)."""
         if self.max_string_chars is None:
             return None
-        return max(8, min(self.max_string_chars, CHARS_PER_TOKEN * max_new_tokens))
+        return max(8, self.max_string_chars)
 
     def encode(self, messages: Sequence[Message], tools: Sequence[ToolSpec], max_new_tokens: int) -> tuple[list[int], str, list[int]]:
         """The prompt's token ids, the prefill text and its ids; a :class:`PlannerContextExceeded`
