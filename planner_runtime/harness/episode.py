@@ -63,6 +63,9 @@ from planner_runtime.trajectories import TrajectoryStore
 log = logging.getLogger(__name__)
 
 REJECTED_ECHO_CHARS = 2000  # of an output that held no call, what the next turn's history shows
+# A call the planner's token budget closed early is answered, never run.
+CUT_HINT = ("your call was cut at the output-token budget and was not run; shorten its text "
+            "or split it into several calls")
 ABANDON_GRACE_S = 1.0  # how long a planner turn given up on may take to stop before it is left behind
 
 SYSTEM_PROMPT = (
@@ -123,6 +126,9 @@ class Episode:
         if out.errors and not out.tool_calls:
             err = out.errors[0]
             return None, Feedback.fail(new_id("call_"), err.code, err.hint)
+        if out.cut and out.tool_calls:  # what parses is not what the model meant: a shortened SMS, a cut number
+            first = out.tool_calls[0]
+            return first, Feedback.fail(first.call_id, ErrorCode.malformed_output, CUT_HINT)
         if len(out.tool_calls) > 1:
             first = out.tool_calls[0]
             return first, Feedback.fail(first.call_id, ErrorCode.too_many_calls, "call exactly one tool per turn; nothing was run")

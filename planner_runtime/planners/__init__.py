@@ -29,7 +29,9 @@ class PlannerOutput(Record):
     """What a planner produced for one turn.
 
     ``tool_calls`` holds the calls that parsed; ``errors`` says what did not (malformed JSON, no
-    call at all), so the harness can answer with feedback instead of raising.
+    call at all), so the harness can answer with feedback instead of raising. ``cut`` says the
+    token budget forced the call's closing (a string or list ended early to fit): such a call
+    parses but is not what the model meant, so the harness answers it instead of running it.
     """
 
     text: str
@@ -37,6 +39,7 @@ class PlannerOutput(Record):
     errors: tuple[ToolError, ...] = ()
     usage: Usage = Usage()
     timings: dict[str, float] = Field(default_factory=dict)
+    cut: bool = False
 
 
 class PlannerTimeout(PlannerError):

@@ -7,10 +7,12 @@ system prompt shows. Compiling is cheap, but the tool list repeats every step, s
 list is compiled once and every turn starts from a copy of the fresh matcher.
 
 A grammar alone does not make a call close within a token budget: an array or a string can grow
-until the budget cuts the JSON. So strings and arrays are also capped from the budget, and the
-decoder keeps one promise the grammar cannot: after each sampled token it asks
-:meth:`ToolCallGrammars.closing` for a short way to finish the call from there, and when that no
-longer fits in the tokens left it takes the token back and emits the closing instead.
+until the budget cuts the JSON. So the decoder keeps one promise the grammar cannot: after each
+sampled token it asks :meth:`ToolCallGrammars.closing` for a short way to finish the call from
+there, and when that no longer fits in the tokens left it takes the token back and emits the
+closing instead. Such a call is *cut*: it parses, but its last value is shorter than the model
+meant, so the planner flags it and the harness never runs it. A planner may also cap strings
+(and so arrays); a value that ends at such a cap counts as cut too (:func:`reaches_cap`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,32 @@ def cap_strings(schema: Any, max_chars: int) -> Any:
     return schema
 
 
+# The most characters one token adds to a string, near enough: a token that would pass the cap is
+# masked, so a string the cap ended may stop up to this far short of it.
+TOKEN_CHARS = 16
+
+
+def items_cap(max_chars: int) -> int:
+    """The most items an array holds under a string cap of ``max_chars``: about one per 8 characters."""
+    return max(1, max_chars // 8)
+
+
+def reaches_cap(value: Any, max_chars: int | None) -> bool:
+    """Whether a string anywhere in ``value`` (a call's arguments) ends within a token's width of
+    ``max_chars``, or an array holds :func:`items_cap` items: the grammar may have closed it at
+    the cap, whatever the model would have written next. (A schema's own, smaller limit is
+    never reached here.)"""
+    if max_chars is None:
+        return False
+    if isinstance(value, str):
+        return len(value) > max_chars - TOKEN_CHARS
+    if isinstance(value, dict):
+        return any(reaches_cap(v, max_chars) for v in value.values())
+    if isinstance(value, list):
+        return len(value) >= items_cap(max_chars) or any(reaches_cap(v, max_chars) for v in value)
+    return False
+
+
 def cap_arrays(schema: Any, max_items: int) -> Any:
     """``schema`` with a ``maxItems`` on every array that has none (or a larger one)."""
     if isinstance(schema, dict):
@@ -72,7 +100,7 @@ def tool_call_grammar(tools: Sequence[ToolSpec], max_string_chars: int | None = 
     for i, tool in enumerate(tools):
         params = tool.parameters
         if max_string_chars:
-            params = cap_arrays(cap_strings(params, max_string_chars), max(1, max_string_chars // 8))
+            params = cap_arrays(cap_strings(params, max_string_chars), items_cap(max_string_chars))
         schema = {**params, "x-guidance": JSON_LAYOUT}
         name = json.dumps(f'{tool.name}", "arguments": ', ensure_ascii=False)
         rules.append(f"call_{i}: {name} %json {json.dumps(schema, ensure_ascii=False)}")
@@ -149,7 +177,8 @@ class ToolCallGrammars:
     def admit(self, matcher: "llguidance.LLMatcher", token: int, left: int) -> list[int] | None:
         """Feed a sampled ``token`` to ``matcher`` with ``left`` tokens of the budget to go (it
         included); what to emit: ``[token]``, or, when the call could no longer close after it,
-        the closing from before it. ``None`` when the grammar rejects ``token``."""
+        the closing from before it (anything but ``[token]`` means the budget cut the call).
+        ``None`` when the grammar rejects ``token``."""
         if not matcher.consume_token(token):
             return None
         if matcher.is_stopped() or self.closing(matcher, left - 1) is not None:

@@ -30,7 +30,7 @@ from planner_runtime.deadline import expired
 from planner_runtime.errors import ModelProvisionError, PlannerError
 from planner_runtime.planners import PlannerContextExceeded, PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, TOOL_CALL_PREFILL, render_chat
-from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars
+from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars, reaches_cap
 from planner_runtime.planners.threads import intra_op_threads, use_threads
 from planner_runtime.planners.heap import return_large_blocks
 from planner_runtime.planners.model_store import (
@@ -85,7 +85,7 @@ class LocalPlanner:
         dtype: "torch.dtype | str | None" = None,
         seed: int = 0,
         max_new_tokens: int = 96,
-        max_string_chars: int | None = 160,
+        max_string_chars: int | None = None,
         prefill_tool_call: bool = True,
         reuse_prefix_cache: bool = True,
         prefix_slots: int = 8,
@@ -99,7 +99,7 @@ class LocalPlanner:
         self.dtype = dtype
         self.seed = seed
         self.max_new_tokens = max_new_tokens
-        # Constrained strings stop here, so a call closes within max_new_tokens (None: no cap).
+        # Constrained strings stop here (None: no cap; admit() alone keeps a call within the budget).
         self.max_string_chars = max_string_chars
         self.prefill_tool_call = prefill_tool_call
         self.reuse_prefix_cache = reuse_prefix_cache
@@ -236,15 +236,18 @@ class LocalPlanner:
         sampling = sampling or Sampling(max_new_tokens=self.max_new_tokens, seed=self.seed)
         with self._lock:
             load_s = self._load_locked()
-            text, usage, timings = self._generate(messages, tools, sampling)
+            text, usage, timings, cut, cap = self._generate(messages, tools, sampling)
         if load_s:
             timings = {"load_s": load_s, **timings}
         calls, errors = parse_tool_calls(text)
-        return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings)
+        cut = cut or any(reaches_cap(call.arguments, cap) for call in calls)
+        return PlannerOutput(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings, cut=cut)
 
     def _generate(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], sampling: Sampling
-    ) -> tuple[str, Usage, dict[str, float]]:
+    ) -> tuple[str, Usage, dict[str, float], bool, int | None]:
+        """The answer's text, usage and timings; whether the budget forced the call's closing; the
+        string cap the grammar held the answer to (``None``: none, or it was decoded unconstrained)."""
         import torch
 
         use_threads(torch, self.threads)  # per calling thread: serve and collect plan on their own
@@ -267,6 +270,7 @@ class LocalPlanner:
             pending = input_ids[reused:]
             generated: list[int] = []
             forced = forwards = 0
+            cut = False
             prefill_s = 0.0
             while len(generated) < sampling.max_new_tokens:
                 if expired():  # the episode gave up on this turn: free the model for the next one
@@ -293,7 +297,9 @@ class LocalPlanner:
                     if emitted is None:
                         log.warning("grammar rejected its own token (%s); finishing unconstrained", matcher.get_error())
                         matcher, emitted = None, [token]
-                    forced += len(emitted) - 1 if emitted != [token] else 0  # a closing is forced, not sampled
+                    if emitted != [token]:  # a closing, forced rather than sampled: the budget cut the call
+                        forced += len(emitted) - 1
+                        cut = True
                     generated += emitted
                     pending = emitted
                     if matcher is not None:
@@ -317,14 +323,17 @@ class LocalPlanner:
         timings = {"prefill_s": prefill_s, "generate_s": generate_s}
         if self.constrained and tools:
             timings["grammar_s"] = grammar_s
-        return text, usage, timings
+        cap = self.string_cap(sampling.max_new_tokens) if matcher is not None else None
+        return text, usage, timings, cut, cap
 
     def string_cap(self, max_new_tokens: int) -> int | None:
-        """Characters a string may hold so the call still closes within the token budget
-        (about 2 characters a token, after ~40 tokens of call structure)."""
+        """Characters a constrained string may hold: ``max_string_chars`` (``None``, the default:
+        any). A cap is not what makes a call close within ``max_new_tokens`` — :meth:`admit`
+        closes it from the tokens actually left, and flags it cut — so none is derived from the
+        budget; a string ended by a set cap flags the call cut too (:func:`reaches_cap`)."""
         if self.max_string_chars is None:
             return None
-        return max(8, min(self.max_string_chars, 2 * (max_new_tokens - 40)))
+        return max(8, self.max_string_chars)
 
     def encode(self, messages: Sequence[Message], tools: Sequence[ToolSpec], max_new_tokens: int) -> tuple[list[int], str, list[int]]:
         """The prompt's token ids, the prefill text and its ids; a :class:`PlannerContextExceeded`

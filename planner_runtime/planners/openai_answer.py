@@ -58,12 +58,14 @@ def read_answer(payload: Any) -> PlannerOutput:
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
         content = f"<think>{reasoning}</think>" + content
+    # "length": the token budget ended the answer, so a call in it that parses was closed early
+    cut = choice.get("finish_reason") == "length"
     raw_calls = message.get("tool_calls")
     if not isinstance(raw_calls, list) or not raw_calls:
         if not choice:
             return _failed("the server's answer held no choices", usage)
         calls, errors = parse_tool_calls(content)  # servers without a tool parser answer in text
-        return PlannerOutput(text=clean_text(content), tool_calls=tuple(calls), errors=tuple(errors), usage=usage)
+        return PlannerOutput(text=clean_text(content), tool_calls=tuple(calls), errors=tuple(errors), usage=usage, cut=cut)
     calls_out: list[ToolCall] = []
     errors_out: list[ToolError] = []
     blocks: list[str] = []
@@ -76,7 +78,7 @@ def read_answer(payload: Any) -> PlannerOutput:
         if text:
             blocks.append(text)
     text = "\n".join(part for part in [content.strip(), *blocks] if part)
-    return PlannerOutput(text=clean_text(text), tool_calls=tuple(calls_out), errors=tuple(errors_out), usage=usage)
+    return PlannerOutput(text=clean_text(text), tool_calls=tuple(calls_out), errors=tuple(errors_out), usage=usage, cut=cut)
 
 
 def _failed(hint: str, usage: Usage = Usage()) -> PlannerOutput:

@@ -30,6 +30,7 @@ from planner_runtime.contract import Message, ToolSpec, Usage
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
 from planner_runtime.planners.local import LocalPlanner, _choose, _mask, growing_cache, reserve
+from planner_runtime.planners.grammar import reaches_cap
 from planner_runtime.planners.toolcalls import parse_tool_calls
 from planner_runtime.serving.attention import Prefixes, Segment
 from planner_runtime.serving.prefix_tree import Node, PrefixTree, attended, pieces
@@ -53,8 +54,8 @@ class PlanRequest:
 
 
 class Decoded(PlannerOutput):
-    """A row's answer; ``truncated`` when its token budget ran out before the answer ended
-    (the API's ``finish_reason: length``)."""
+    """A row's answer; ``truncated`` when its token budget ran out before the answer ended, or
+    forced the call's closing (``cut``): the API's ``finish_reason: length``."""
 
     truncated: bool = False
 
@@ -79,6 +80,7 @@ class Row:
     admitted: float = 0.0
     prefill_s: float = 0.0
     widest: int = 0  # the most rows decoded together with this one
+    cut: bool = False  # the budget forced the call's closing
 
 
 class BatchDecoder:
@@ -360,6 +362,7 @@ class BatchDecoder:
             emitted = self.planner.admit(r.matcher, token, r.request.sampling.max_new_tokens - len(r.generated))
             if emitted is None:
                 r.matcher, emitted = None, [token]
+            r.cut |= emitted != [token]
             r.generated += emitted
             r.pending = emitted
             if r.matcher is not None and r.matcher.is_stopped():
@@ -388,9 +391,11 @@ class BatchDecoder:
         text = self.planner.answer(r.prefill, r.generated)
         ended = r.matcher.is_stopped() if r.matcher is not None else bool(r.generated) and self.planner.ended(r.generated)
         calls, errors = parse_tool_calls(text)
+        cap = self.planner.string_cap(r.request.sampling.max_new_tokens) if r.matcher is not None else None
+        cut = r.cut or any(reaches_cap(call.arguments, cap) for call in calls)
         usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
         # prefill_s: computing the new part of the prompts admitted with this one, together
         timings = {"prefill_s": r.prefill_s, "generate_s": time.perf_counter() - r.admitted, "batch_rows": float(r.widest)}
-        return Decoded(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings,
-                       truncated=not ended and len(r.generated) >= r.request.sampling.max_new_tokens)
+        return Decoded(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings, cut=cut,
+                       truncated=cut or (not ended and len(r.generated) >= r.request.sampling.max_new_tokens))
 
