@@ -1,10 +1,15 @@
-"""Fixtures for runtime tests: a connected AdbDevice on a fresh virtual phone, a store file."""
+"""Fixtures for runtime tests: a connected AdbDevice on a fresh virtual phone, a store file, and a
+phone adb lists as unauthorized."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from device_farm.adb import AdbDevice
+from device_farm.adbserver import AdbServer
+from device_farm.virtual import VirtualPhone
 from planner_runtime.contract import DeviceRef
 from planner_runtime.trajectories import TrajectoryStore
 
@@ -26,3 +31,19 @@ def device_ref(virtual_phone) -> DeviceRef:
 def store(tmp_path):
     with TrajectoryStore(tmp_path / "trajectories.sqlite") as s:
         yield s
+
+
+@pytest.fixture
+def unauthorized_phone():
+    """(serial, adb server address) of a phone that asks for ADB authentication and trusts no
+    host key: its private adb server lists it as ``unauthorized``."""
+    with VirtualPhone(adb_keys=[]) as phone, AdbServer() as server:
+        try:
+            server.client.connect(phone.address, timeout=5)
+        except Exception:  # noqa: BLE001 - adbutils reports an unauthorized device as a failed connect
+            pass
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and [d.state for d in server.client.list()] != ["unauthorized"]:
+            time.sleep(0.05)
+        assert [d.state for d in server.client.list()] == ["unauthorized"]
+        yield phone.address, f"{server.host}:{server.port}"

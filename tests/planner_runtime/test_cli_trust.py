@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from device_farm.adbserver import AdbServer
-from device_farm.virtual import VirtualPhone
 from planner_runtime.trajectories import TrajectoryStore
 
 ALARMS = "content://com.android.deskclock/alarms"
@@ -107,20 +105,6 @@ def test_the_phone_found_on_the_adb_server_is_protected_too_and_virtual_runs_bes
     assert "started the built-in virtual phone" in on_virtual.stderr and "verdict: success" in on_virtual.stdout
     assert alarms(phone_with_alarms) == [(6, 5), (8, 15)]
 
-
-@pytest.fixture
-def unauthorized_phone():
-    """A phone that asks for ADB authentication and trusts no host: adb lists it as unauthorized."""
-    with VirtualPhone(adb_keys=[]) as phone, AdbServer() as server:
-        try:
-            server.client.connect(phone.address, timeout=5)
-        except Exception:  # noqa: BLE001 - adbutils reports an unauthorized device as a failed connect
-            pass
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and ("unauthorized" not in [d.state for d in server.client.list()]):
-            time.sleep(0.05)
-        assert [d.state for d in server.client.list()] == ["unauthorized"]
-        yield phone.address, f"{server.host}:{server.port}"
 
 
 def test_an_unauthorized_phone_is_reported_not_replaced_by_the_virtual_phone(tmp_path, unauthorized_phone):

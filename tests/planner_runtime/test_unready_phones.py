@@ -9,31 +9,13 @@ import subprocess
 import sys
 import time
 
-import pytest
-
-from device_farm.adbserver import AdbServer
 from device_farm.adbsource import AdbSource
-from device_farm.virtual import VirtualPhone
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
-
-@pytest.fixture
-def unauthorized_phone():
-    """(serial, adb server address) of a phone that asks for ADB authentication and trusts no host."""
-    with VirtualPhone(adb_keys=[]) as phone, AdbServer() as server:
-        try:
-            server.client.connect(phone.address, timeout=5)
-        except Exception:  # noqa: BLE001 - adbutils reports an unauthorized device as a failed connect
-            pass
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and [d.state for d in server.client.list()] != ["unauthorized"]:
-            time.sleep(0.05)
-        assert [d.state for d in server.client.list()] == ["unauthorized"]
-        yield phone.address, f"{server.host}:{server.port}"
 
 
 def test_collect_on_an_unauthorized_phone_is_one_error_line_at_once(tmp_path, unauthorized_phone):
