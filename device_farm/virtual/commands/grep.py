@@ -16,6 +16,7 @@ from typing import Awaitable
 
 import regex
 
+from device_farm.virtual.commands.toyargs import UsageError, parse
 from device_farm.virtual.commands.toybox import abspath
 from device_farm.virtual.fs import FsError
 from device_farm.virtual.shell import Command, CommandContext
@@ -208,46 +209,13 @@ def _scan(patterns: list["regex.Pattern[str]"], sources: list[Source], flags: se
     return "".join(out), found
 
 
-def _parse(args: list[str]) -> tuple[set[str], dict[str, list[str]], list[str]]:
-    flags: set[str] = set()
-    values: dict[str, list[str]] = {}
-    rest: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest.extend(args[i + 1 :])
-            break
-        if not arg.startswith("-") or arg == "-":
-            rest.append(arg)
-            i += 1
-            continue
-        j = 1
-        while j < len(arg):
-            letter = arg[j]
-            if letter in VALUE_FLAGS:
-                value = arg[j + 1 :] or (args[i + 1] if i + 1 < len(args) else None)
-                if value is None:
-                    raise BadRegex(f"Missing argument to -{letter}")
-                if not arg[j + 1 :]:
-                    i += 1
-                values.setdefault(letter, []).append(value)
-                break
-            if letter not in BOOL_FLAGS:
-                raise BadRegex(f"Unknown option '{letter}'")
-            flags.add(letter)
-            j += 1
-        i += 1
-    return flags, values, rest
-
-
 async def grep(ctx: CommandContext, args: list[str], implied: str = "") -> int:
     try:
-        flags, values, rest = _parse(args)
-    except BadRegex as exc:
+        opts = parse(args, BOOL_FLAGS, VALUE_FLAGS)
+    except UsageError as exc:
         ctx.err(f"grep: {exc}\n")
         return 2
-    flags |= set(implied)
+    flags, values, rest = opts.flags | set(implied), opts.values, opts.operands
     pattern_texts = [line for e in values.get("e", []) for line in e.split("\n")]
     if not pattern_texts:
         if not rest:
