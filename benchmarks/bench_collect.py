@@ -27,15 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
-from planner_runtime.collect import collect, shared
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
+from planner_runtime.runs.collect import collect, shared
 from planner_runtime.contract import Message, Role, ToolCall, ToolSpec
 from planner_runtime.planners import PlannerOutput, Sampling
-from planner_runtime.planners.local import LocalPlanner
+from planner_runtime.planners.local.planner import LocalPlanner
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.tasks.spec import TaskSpec, find_task
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 TARGET = 12.0
 LOCAL_TASKS = ("clock.set_alarm", "settings.wifi_off", "contacts.add_contact", "settings.bluetooth_on_gui")

@@ -15,9 +15,9 @@ import argparse
 
 import uiautomator2
 
-from device_farm.adb import AdbDevice
+from device_farm.adb.device import AdbDevice
 from timing import median_ms
-from device_farm.adbserver import AdbServer
+from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
 
 

@@ -25,14 +25,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from device_farm.adb import AdbDevice
-from device_farm.adbserver import AdbServer
+from device_farm.adb.device import AdbDevice
+from device_farm.adb.server import AdbServer
 from device_farm.android import content_insert
 from device_farm.virtual import VirtualPhone
 from planner_runtime.contract import DeviceRef, Source, Step
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.runs.run import run_goal
+from planner_runtime.trajectories.store import TrajectoryStore
 
 GOAL = "Set an alarm for 7:30, then show me my contacts"
 SCRIPT = [

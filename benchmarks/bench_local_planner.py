@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 
 from planner_runtime.contract import Message, Role, ToolSpec
-from planner_runtime.planners import Sampling, model_store
+from planner_runtime.planners import Sampling
+from planner_runtime.planners.local import model_store
 from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL
-from planner_runtime.planners.local import LocalPlanner
-from planner_runtime.planners.threads import ENV_THREADS, available_cores
+from planner_runtime.planners.local.planner import LocalPlanner
+from planner_runtime.planners.local.threads import ENV_THREADS, available_cores
 
 APPS = ["clock", "contacts", "messages", "calendar", "settings", "camera", "maps", "notes", "files", "phone"]
 

@@ -29,10 +29,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from planner_runtime.harness import memory_retrieval
-from planner_runtime.harness.memory import Memory, MemoryStore, episode_context
-from planner_runtime.harness.memory_embeddings import MiniLMEmbedder, minilm_available
-from planner_runtime.harness.memory_records import Trigger
+from planner_runtime.harness.memory import ranking as memory_retrieval
+from planner_runtime.harness.memory.episodes import Memory, MemoryStore, episode_context
+from planner_runtime.harness.memory.embeddings import MiniLMEmbedder, minilm_available
+from planner_runtime.harness.memory.records import Trigger
 
 QUERIES = [
     "Set my usual wake-up alarm", "what time do I get up", "where does my sister live", "my favourite breakfast",

@@ -17,10 +17,10 @@ import threading
 import time
 from pathlib import Path
 
-from device_farm.adb import AdbDevice
+from device_farm.adb.device import AdbDevice
 from timing import median_ms
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
 
 
 def main() -> None:

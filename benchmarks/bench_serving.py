@@ -28,8 +28,8 @@ from planner_runtime.contract import Message, Role
 from planner_runtime.harness.episode import SYSTEM_PROMPT
 from planner_runtime.harness.toolbox import default_toolset, for_goal
 from planner_runtime.planners import Sampling
-from planner_runtime.planners.local import LocalPlanner
-from planner_runtime.planners.openai_compat import OpenAIPlanner
+from planner_runtime.planners.local.planner import LocalPlanner
+from planner_runtime.planners.openai.client import OpenAIPlanner
 from planner_runtime.serving.server import PlannerServer
 
 GOALS = [

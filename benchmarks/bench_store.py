@@ -20,7 +20,7 @@ from pathlib import Path
 from planner_runtime.contract import (
     DeviceRef, Feedback, Message, Observation, Role, Source, Step, ToolCall, Trajectory, TrajectoryStatus, Usage,
 )
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 TARGET = 2000.0
 SCREEN = "\n".join(f"[{i}] TextView 'Row {i}: alarm 0{i % 10}:30 Gym' (10,{i * 90},1070,{i * 90 + 80}) tap" for i in range(18))

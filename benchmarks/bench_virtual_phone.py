@@ -36,8 +36,8 @@ from typing import Callable
 import adbutils
 import uiautomator2 as u2
 
-from device_farm.adbhost import AdbHost
-from device_farm.adbserver import AdbServer
+from device_farm.adb.host import AdbHost
+from device_farm.adb.server import AdbServer
 from device_farm.virtual import PhoneLoop, VirtualPhone
 from device_farm.virtual.apps import default_apps
 from device_farm.virtual.intents import Intent

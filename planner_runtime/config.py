@@ -59,7 +59,7 @@ class Settings(BaseModel):
         default=None, ge=1,
         description="Intra-op threads the local model computes with in run, serve and collect (PLANNER_AGENT_THREADS); "
         "default: the cores the process is given (its CPU affinity), so a busy or pinned machine is not oversubscribed. "
-        "Read where the model runs, by planner_runtime.planners.threads.",
+        "Read where the model runs, by planner_runtime.planners.local.threads.",
     )
 
     @field_validator("appium_caps", "prices", mode="before")

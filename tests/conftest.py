@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 import adbutils
 import pytest
 
-from device_farm.adbserver import AdbServer
+from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
 
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 from planner_runtime.contract import FeedbackStatus, Message, Role, Step, Trajectory
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.planners.chat_template import DEFAULT_SYSTEM, system_with_tools
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 
 class ExportError(PlannerRuntimeError):

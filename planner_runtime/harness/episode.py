@@ -58,7 +58,7 @@ from planner_runtime.harness.repeats import RepeatGuard, sensitive_record
 from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.planners import Planner, PlannerContextExceeded, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
 from planner_runtime.planners.toolcalls import clean_text, guard_output
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 log = logging.getLogger(__name__)
 

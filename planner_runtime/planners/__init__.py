@@ -77,8 +77,8 @@ class Planner(Protocol):
 
 _REGISTRY: dict[str, str] = {
     "scripted": "planner_runtime.planners.scripted:ScriptedPlanner",
-    "local": "planner_runtime.planners.local:LocalPlanner",
-    "openai": "planner_runtime.planners.openai_compat:OpenAIPlanner",
+    "local": "planner_runtime.planners.local.planner:LocalPlanner",
+    "openai": "planner_runtime.planners.openai.client:OpenAIPlanner",
 }
 
 

@@ -1,7 +1,7 @@
 """The serving engine: one model, one worker thread, requests decoded together.
 
 HTTP handler threads call :meth:`Engine.submit` and block on a future. For the local planner the
-worker runs continuous batching with :class:`~planner_runtime.serving.batch.BatchDecoder`: a
+worker runs continuous batching with :class:`~planner_runtime.planners.local.batch.BatchDecoder`: a
 request joins the running batch at the next step boundary (up to ``max_batch`` rows at once),
 whatever tools it offers, and its future is set the step it ends. When idle, the worker waits
 ``gather_s`` after a first request for others to start with it. Any other planner (the scripted
@@ -24,7 +24,7 @@ from typing import Any
 
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import Planner, PlannerOutput
-from planner_runtime.serving.batch import PlanRequest
+from planner_runtime.planners.local.batch import PlanRequest
 from planner_runtime.serving.schemas import closed_tools
 
 _STOP = object()
@@ -51,10 +51,10 @@ class Engine:
         self.cancelled = 0  # requests dropped because their callers left, for tests and logs
 
     def start(self) -> Engine:
-        from planner_runtime.planners.local import LocalPlanner
+        from planner_runtime.planners.local.planner import LocalPlanner
 
         if isinstance(self.planner, LocalPlanner):
-            from planner_runtime.serving.batch import BatchDecoder
+            from planner_runtime.planners.local.batch import BatchDecoder
 
             try:
                 self._decoder = BatchDecoder(self.planner).load()

@@ -20,9 +20,9 @@ from typing import Any
 from planner_runtime.contract import ToolSpec
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.planners import Sampling
-from planner_runtime.serving.batch import PlanRequest
+from planner_runtime.planners.local.batch import PlanRequest
 from planner_runtime.serving.schemas import TOOL_NAME, schema_error
-from planner_runtime.serving.wire import openai_to_messages
+from planner_runtime.planners.openai.wire import openai_to_messages
 
 MAX_DEPTH = 64  # nesting levels a body may have (tool schemas need a handful)
 DEFAULT_MAX_TOKENS = 128

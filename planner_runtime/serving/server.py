@@ -31,10 +31,10 @@ from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerContextExceeded
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.serving import sse
-from planner_runtime.serving.batch import Decoded
+from planner_runtime.planners.local.batch import Decoded
 from planner_runtime.serving.engine import Engine
 from planner_runtime.serving.requests import ChatRequest, RequestError, decode_body, parse_chat
-from planner_runtime.serving.wire import output_to_completion
+from planner_runtime.planners.openai.wire import output_to_completion
 
 log = logging.getLogger(__name__)
 

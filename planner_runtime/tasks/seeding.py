@@ -10,8 +10,8 @@ from __future__ import annotations
 from device_farm import Device
 from device_farm.android import content_delete, content_insert, installed_packages, put_setting
 from device_farm.errors import AppNotInstalled, ShellCommandError
-from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger
-from planner_runtime.harness.memory_search import MemoryStore
+from planner_runtime.harness.memory.records import Memory, MemoryKind, Trigger
+from planner_runtime.harness.memory.search import MemoryStore
 from planner_runtime.tasks.spec import TaskSpec
 
 
@@ -22,7 +22,7 @@ def seeds_memory(task: TaskSpec) -> bool:
 def seed(task: TaskSpec, device: Device, memory: MemoryStore | None = None) -> None:
     """Run the task's setup actions in order; a failing action raises a DeviceError. Memory
     actions go to ``memory``; without one they are skipped (re-executing recorded calls needs
-    no memory; :func:`~planner_runtime.runner.run_goal` always gives one to such a task)."""
+    no memory; :func:`~planner_runtime.runs.run.run_goal` always gives one to such a task)."""
     if task.requires_apps:
         missing = sorted(set(task.requires_apps) - installed_packages(device))
         if missing:

@@ -61,7 +61,7 @@ def _render_problem(kind: str, text: str, values: dict[str, Any]) -> str | None:
         except ValueError:
             return f"{rendered!r} is not a number"
     elif kind == "trigger":
-        from planner_runtime.harness.memory_records import Trigger  # the memory package, loaded only here
+        from planner_runtime.harness.memory.records import Trigger  # the memory package, loaded only here
 
         try:
             Trigger.parse(rendered)

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from device_farm.adb import AdbDevice, list_serials
-from device_farm.adbserver import AdbServer
+from device_farm.adb.device import AdbDevice, list_serials
+from device_farm.adb.server import AdbServer
 from device_farm.android import Intent, content_insert, content_query, foreground, launch_app, start_activity
 from device_farm.errors import AppNotInstalled, CommandTooLong, DeviceOffline, ElementNotFound
-from device_farm.u2rpc import ui_selector
+from device_farm.adb.u2rpc import ui_selector
 from device_farm.virtual import VirtualPhone
 
 CLOCK = "com.google.android.deskclock"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from device_farm.adbhost import AdbHost, AdbHostError, host_query
-from device_farm.adbserver import free_port
+from device_farm.adb.host import AdbHost, AdbHostError, host_query
+from device_farm.adb.server import free_port
 from device_farm.errors import CommandTooLong, DeviceOffline
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from device_farm.adb import AdbDevice
+from device_farm.adb.device import AdbDevice
 from device_farm.android import (
     Intent,
     clear_app,
@@ -20,7 +20,7 @@ from device_farm.android import (
     start_activity,
 )
 from device_farm.errors import AppNotInstalled
-from device_farm.u2rpc import ui_selector
+from device_farm.adb.u2rpc import ui_selector
 
 CLOCK = "com.google.android.deskclock"
 ALARMS = "content://com.android.deskclock/alarms"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from device_farm.adbserver import AdbServer
-from device_farm.adbsource import AdbSource, VirtualSource
+from device_farm.adb.server import AdbServer
+from device_farm.adb.source import AdbSource, VirtualSource
 from device_farm.errors import DeviceOffline, DeviceUnavailable, ElementNotFound, UiServerDown
-from device_farm.pool import DevicePool, QuarantinePolicy, Requirement
+from device_farm.pool.pool import DevicePool, QuarantinePolicy, Requirement
 
 
 @pytest.fixture
@@ -88,8 +88,8 @@ def test_lease_gives_up_with_device_unavailable_when_all_are_held(virtual_pool):
 _HOLDER_SCRIPT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from device_farm.adbsource import AdbSource
-    from device_farm.pool import DevicePool, Requirement
+    from device_farm.adb.source import AdbSource
+    from device_farm.pool.pool import DevicePool, Requirement
     pool = DevicePool([AdbSource(sys.argv[1])], state_dir=Path(sys.argv[2]))
     with pool.lease(timeout=20, require=Requirement(serial=sys.argv[3]), holder="child") as device:
         print("LEASED", device.serial, flush=True)
@@ -247,7 +247,7 @@ def test_devices_from_two_adb_servers_in_one_pool(adb_server, phone_factory, tmp
 
 
 def test_unreachable_adb_server_is_reported_not_fatal(virtual_pool, tmp_path):
-    from device_farm.adbserver import free_port
+    from device_farm.adb.server import free_port
 
     dead = AdbSource(f"127.0.0.1:{free_port()}")
     pool, _ = virtual_pool(1)

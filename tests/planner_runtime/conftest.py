@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from device_farm.adb import AdbDevice
-from device_farm.adbserver import AdbServer
+from device_farm.adb.device import AdbDevice
+from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
 from planner_runtime.contract import DeviceRef
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 
 @pytest.fixture

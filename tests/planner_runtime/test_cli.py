@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from device_farm.adbserver import free_port
+from device_farm.adb.server import free_port
 from planner_runtime.contract import TrajectoryStatus
 from planner_runtime.tasks.spec import builtin_suite
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 
 _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")  # memory profiles: never the user's own
@@ -25,7 +25,7 @@ _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")  # memory profiles: 
 def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PLANNER_AGENT_HOME": os.environ.get("PLANNER_AGENT_HOME", _HOME)}
     return subprocess.run(
-        [sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True, timeout=timeout, env=env
     )
 
 
@@ -112,7 +112,7 @@ def _serve_phone(tmp_path, port, *extra, last=None):
     """`planner-agent phone serve` in the background, once it says it is listening (on ``last``)."""
     log = tmp_path / f"serve-{port}.log"
     with open(log, "w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "phone", "serve", "--port", str(port), *extra],
+        proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli.main", "phone", "serve", "--port", str(port), *extra],
                                 stdout=sink, stderr=sink, text=True)
     deadline = time.monotonic() + 20
     line = f"adb connect 127.0.0.1:{last or port}"
@@ -123,7 +123,7 @@ def _serve_phone(tmp_path, port, *extra, last=None):
 
 
 def test_phone_serve_accepts_adb_connect(tmp_path):
-    from device_farm.adbserver import AdbServer
+    from device_farm.adb.server import AdbServer
 
     port = free_port()
     while not port_free(port + 1):
@@ -145,7 +145,7 @@ def test_phone_serve_accepts_adb_connect(tmp_path):
 def test_phone_serve_with_adb_keys_lets_only_that_host_in(tmp_path):
     import adbutils
 
-    from device_farm.adbserver import AdbServer
+    from device_farm.adb.server import AdbServer
     from tests.device_farm.virtual.raw_adb import keygen
 
     def host_with_key(name):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from device_farm.adbserver import free_port
+from device_farm.adb.server import free_port
 from planner_runtime.config import known_variables, parse_host_port, unknown_variables
 from planner_runtime.errors import ConfigError
 
@@ -22,7 +22,7 @@ FINISH = [{"name": "finish", "arguments": {"answer": "done"}}]
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 
@@ -62,7 +62,7 @@ def test_a_serial_the_adb_server_does_not_list_is_a_usage_error_naming_those_it_
 
 
 def test_an_empty_named_adb_server_is_a_usage_error(tmp_path, fin):
-    from device_farm.adbserver import AdbServer
+    from device_farm.adb.server import AdbServer
 
     with AdbServer() as server:
         line = _error(cli("run", "Look around", "--adb", f"{server.host}:{server.port}", "--planner", "scripted", "--script", fin,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 ALARMS = "content://com.android.deskclock/alarms"
 SET_730 = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "Set."}}]
@@ -24,7 +24,7 @@ SET_745 = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 45}}, {"nam
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 
@@ -151,7 +151,7 @@ def silent_planner():
 
 def test_ctrl_c_exits_130_and_names_the_kept_trajectory(tmp_path, silent_planner):
     db = tmp_path / "t.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "run", "Look around", "--planner", silent_planner,
+    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli.main", "run", "Look around", "--planner", silent_planner,
                              "--virtual", "--store", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
-from planner_runtime.collect import collect
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
+from planner_runtime.runs.collect import collect
 from planner_runtime.contract import TrajectoryStatus
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.tasks.spec import builtin_suite
@@ -104,7 +104,7 @@ def test_sensitive_actions_in_a_collection_follow_its_policy(pool, store, tmp_pa
 
 
 def test_an_episode_that_raises_stops_the_collection_instead_of_hanging(pool, store):
-    from planner_runtime.collect import CollectionStopped
+    from planner_runtime.runs.collect import CollectionStopped
 
     def buggy(task):
         if task.id == "contacts.add_contact":

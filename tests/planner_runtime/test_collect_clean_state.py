@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
-from planner_runtime.collect import collect
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
+from planner_runtime.runs.collect import collect
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.tasks.spec import builtin_suite
 
@@ -77,7 +77,7 @@ def test_reruns_of_one_instance_give_the_same_verdict_for_the_same_calls(one_pho
 
 
 def test_a_lease_on_a_virtual_phone_restores_it_and_one_on_an_adb_phone_says_it_cannot(one_phone, tmp_path, virtual_phone):
-    from device_farm.adbsource import AdbSource
+    from device_farm.adb.source import AdbSource
 
     with one_phone.lease(timeout=10) as device:
         device.shell(["settings", "put", "global", "wifi_on", "0"])

@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from device_farm.adbserver import free_port
+from device_farm.adb.server import free_port
 
 ALARM = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "ok"}}]
 
 
 def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def _no_traceback(res: subprocess.CompletedProcess[str]) -> None:
@@ -153,7 +153,7 @@ def test_ctrl_c_prints_the_resume_command_and_the_rest_runs_once(tmp_path):
     scripts.write_text(json.dumps({"clock.set_alarm": ALARM}))
     args = ["collect", "--planner", "scripted", "--script", str(scripts), "--task", "clock.set_alarm", "-k", "40",
             "--store", str(tmp_path / "t.sqlite"), "--state-dir", str(tmp_path / "pool"), "-n", "1"]
-    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli.main", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -196,7 +196,7 @@ def test_ctrl_c_stores_running_episodes_as_interrupted_at_once_and_exits_cleanly
     scripts.write_text(json.dumps({"clock.set_alarm": slow}))
     args = ["collect", "--planner", "scripted", "--script", str(scripts), "--task", "clock.set_alarm", "-k", "4",
             "--max-steps", "20", "--store", str(tmp_path / "t.sqlite"), "--state-dir", str(tmp_path / "pool"), "-n", "2"]
-    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli.main", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120

@@ -19,12 +19,12 @@ SCRIPT = """
 import sys, time
 from pathlib import Path
 import torch
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
-from planner_runtime.collect import collect
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
+from planner_runtime.runs.collect import collect
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.tasks.spec import builtin_suite
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 torch.set_num_threads(2)
 

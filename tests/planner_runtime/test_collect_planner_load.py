@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
-from planner_runtime.collect import collect, shared
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
+from planner_runtime.runs.collect import collect, shared
 from planner_runtime.contract import TrajectoryStatus
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.tasks.spec import builtin_suite

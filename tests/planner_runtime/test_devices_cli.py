@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from device_farm.adbserver import free_port
-from device_farm.adbsource import AdbSource
+from device_farm.adb.server import free_port
+from device_farm.adb.source import AdbSource
 from device_farm.errors import UiServerDown
-from device_farm.pool import DevicePool, QuarantinePolicy, Requirement
+from device_farm.pool.pool import DevicePool, QuarantinePolicy, Requirement
 
 
 def devices_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "devices", *args],
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "devices", *args],
                           capture_output=True, text=True, timeout=120)
 
 

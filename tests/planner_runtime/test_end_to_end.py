@@ -10,7 +10,7 @@ from device_farm.android import launch_app
 from device_farm.hierarchy import Screen
 from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Source, TrajectoryStatus
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
 

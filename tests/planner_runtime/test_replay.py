@@ -6,11 +6,11 @@ import json
 import subprocess
 import sys
 
-from device_farm.adbserver import free_port
+from device_farm.adb.server import free_port
 from planner_runtime.contract import FailureKind, Source
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.replay import reexecute, replan
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.replay import reexecute, replan
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite
 from tests.planner_runtime.test_end_to_end import _learn_switch
 
@@ -62,7 +62,7 @@ def test_replan_from_a_step_with_another_planner_fixes_a_failure(device, device_
 
 
 def replay_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "replay", *args], capture_output=True, text=True, timeout=240)
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "replay", *args], capture_output=True, text=True, timeout=240)
 
 
 def _alarms(phone) -> str:

@@ -19,16 +19,16 @@ def _init(barrier) -> None:  # noqa: ANN001 - a multiprocessing Barrier
     global _barrier
     _barrier = barrier
     # import before the barrier, so every process reaches the open at the same moment
-    import planner_runtime.harness.memory_store  # noqa: F401
-    import planner_runtime.trajectories  # noqa: F401
+    import planner_runtime.harness.memory.rows  # noqa: F401
+    import planner_runtime.trajectories.store  # noqa: F401
 
 
 def _open_and_write(kind: str, path: str) -> str:
     """Open ``path`` as a new store once every process is ready; '' or what went wrong."""
     from planner_runtime.contract import DeviceRef, Trajectory
-    from planner_runtime.harness.memory_records import Memory, MemoryKind
-    from planner_runtime.harness.memory_store import MemoryRows
-    from planner_runtime.trajectories import TrajectoryStore
+    from planner_runtime.harness.memory.records import Memory, MemoryKind
+    from planner_runtime.harness.memory.rows import MemoryRows
+    from planner_runtime.trajectories.store import TrajectoryStore
 
     _barrier.wait(timeout=60)
     try:

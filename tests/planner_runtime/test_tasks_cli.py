@@ -12,14 +12,14 @@ import tempfile
 
 import pytest
 
-from device_farm.adbserver import free_port
+from device_farm.adb.server import free_port
 
 _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")
 
 
 def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PLANNER_AGENT_HOME": os.environ.get("PLANNER_AGENT_HOME", _HOME), "COLUMNS": "80"}
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

@@ -10,7 +10,7 @@ from device_farm.android import launch_app
 from planner_runtime.contract import Source
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
 

@@ -20,7 +20,7 @@ from planner_runtime.contract import (
 )
 import pytest
 
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 
 def _step(i: int) -> Step:
@@ -69,7 +69,7 @@ def test_kill_9_mid_episode_keeps_committed_steps_and_reads_interrupted(tmp_path
         import sys, time
         sys.path.insert(0, {os.getcwd()!r})
         from tests.planner_runtime.test_trajectories import _header, _step
-        from planner_runtime.trajectories import TrajectoryStore
+        from planner_runtime.trajectories.store import TrajectoryStore
         store = TrajectoryStore({str(path)!r}).open()
         head = _header()
         store.begin(head)
@@ -132,7 +132,7 @@ def test_a_store_opened_for_reading_is_never_created(tmp_path):
 
 
 def test_an_item_cut_off_before_its_verdict_is_not_done(tmp_path):
-    from planner_runtime.trajectories import completed_items
+    from planner_runtime.trajectories.store import completed_items
 
     def item(key: str, *, task: str | None = "t1", verdict: Verdict | None = None, status=TrajectoryStatus.finished) -> None:
         head = _header().model_copy(update={"task_id": task, "collection": "coll_a", "item": key})

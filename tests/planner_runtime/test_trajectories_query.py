@@ -14,7 +14,7 @@ from planner_runtime.contract import (
     Check, DeviceRef, FailureKind, Feedback, FeedbackStatus, Source, Step, ToolCall, Trajectory, TrajectoryStatus, Usage,
     Verdict,
 )
-from planner_runtime.trajectories import Filter, TrajectoryStore
+from planner_runtime.trajectories.store import Filter, TrajectoryStore
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -86,7 +86,7 @@ def test_summary_rows_carry_counts_and_outcome(filled):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "trajectories", "list", *args],
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "trajectories", "list", *args],
                           capture_output=True, text=True, timeout=120)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from planner_runtime.contract import DeviceRef, Feedback, Source, Step, ToolCall, Trajectory, TrajectoryStatus, Usage
 from planner_runtime.cost import cost_report
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")  # memory profiles: never the user's own
 
@@ -71,7 +71,7 @@ def test_sub_agents_count_at_every_level_and_when_the_parent_died(tmp_path):
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PLANNER_AGENT_HOME": os.environ.get("PLANNER_AGENT_HOME", _HOME)}
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=240, env=env)
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True, timeout=240, env=env)
 
 
 def _stored(db: Path, where: str, *args: str) -> tuple[int, int]:

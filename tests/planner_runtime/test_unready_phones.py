@@ -9,11 +9,11 @@ import subprocess
 import sys
 import time
 
-from device_farm.adbsource import AdbSource
+from device_farm.adb.source import AdbSource
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from device_farm.android import launch_app
 from device_farm.hierarchy import Element, Screen
-from device_farm.u2rpc import ui_selector
+from device_farm.adb.u2rpc import ui_selector
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import APPS, resolve_package
 from planner_runtime.harness.tools import NoArgs, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult

@@ -12,8 +12,8 @@ from typing import Literal
 from pydantic import Field
 
 from planner_runtime.contract import ErrorCode
-from planner_runtime.harness.memory_records import Memory, MemoryKind, Trigger
-from planner_runtime.harness.memory_search import MemoryStore
+from planner_runtime.harness.memory.records import Memory, MemoryKind, Trigger
+from planner_runtime.harness.memory.search import MemoryStore
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 
 PLANNER_CONFIDENCE = 0.8

@@ -1,6 +1,6 @@
 """The ``screenshot`` tool: a visual observation of the phone's screen.
 
-The PNG goes into the content-addressed artifact store (:mod:`planner_runtime.artifacts`) and
+The PNG goes into the content-addressed artifact store (:mod:`planner_runtime.trajectories.artifacts`) and
 the feedback carries its reference twice: in the result, and as ``Observation.screenshot``
 beside the screen's element list — so a text-only planner still reads the elements, a
 multimodal one or a person reviewing the trajectory can look at the picture, and the
@@ -10,7 +10,7 @@ trajectory itself stays small.
 from __future__ import annotations
 
 from device_farm.errors import ShellCommandError
-from planner_runtime.artifacts import ArtifactStore, png_size
+from planner_runtime.trajectories.artifacts import ArtifactStore, png_size
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.tools import NoArgs, Tool, ToolContext, ToolFailure, ToolResult
 

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from device_farm.appium import AppiumDevice
+from device_farm.appium.device import AppiumDevice
 
 REPO = Path(__file__).resolve().parents[3]
 APPIUM_HOME = Path(os.environ.get("APPIUM_HOME") or REPO / ".appium")

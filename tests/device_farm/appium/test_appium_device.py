@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from device_farm import Device
-from device_farm.appium import AppiumDevice, DriverUnsupported
+from device_farm.appium.device import AppiumDevice, DriverUnsupported
 from device_farm.errors import CommandTooLong, DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError
-from device_farm.u2rpc import ui_selector
+from device_farm.adb.u2rpc import ui_selector
 
 
 def test_is_a_device_and_reports_the_screen_size(appium_device: AppiumDevice) -> None:

@@ -11,7 +11,7 @@ import sys
 def test_devices_lists_an_appium_endpoint(appium_server, fake_app, tmp_path):
     env = dict(os.environ, PLANNER_AGENT_APPIUM_CAPS=json.dumps(appium_server.capabilities(fake_app)))
     res = subprocess.run(
-        [sys.executable, "-m", "planner_runtime.cli", "devices", "--appium", appium_server.url,
+        [sys.executable, "-m", "planner_runtime.cli.main", "devices", "--appium", appium_server.url,
          "--state-dir", str(tmp_path), "--json"],
         capture_output=True, text=True, timeout=120, env=env,
     )

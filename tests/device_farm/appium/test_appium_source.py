@@ -9,11 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from device_farm.appium import AppiumDevice
-from device_farm.appium_source import AppiumSource
+from device_farm.appium.device import AppiumDevice
+from device_farm.appium.source import AppiumSource
 from device_farm.errors import DeviceOffline, DeviceUnavailable
-from device_farm.pool import DevicePool, Requirement
-from device_farm.sources import DeviceCandidate, DeviceSource
+from device_farm.pool.pool import DevicePool, Requirement
+from device_farm.pool.sources import DeviceCandidate, DeviceSource
 
 
 def _source(server, app: Path, *names: str) -> AppiumSource:

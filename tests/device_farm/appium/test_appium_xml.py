@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.appium import locator_for
-from device_farm.appium_xml import to_uiautomator_xml
+from device_farm.appium.device import locator_for
+from device_farm.appium.xml import to_uiautomator_xml
 from device_farm.errors import UiRpcError
 from device_farm.hierarchy import parse_hierarchy
-from device_farm.u2rpc import ui_selector
+from device_farm.adb.u2rpc import ui_selector
 
 XCUITEST_SOURCE = """<?xml version="1.0" encoding="UTF-8"?>
 <AppiumAUT>

@@ -9,7 +9,7 @@ import adbutils
 import pytest
 import uiautomator2 as u2
 
-from device_farm.adb import AdbDevice
+from device_farm.adb.device import AdbDevice
 from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout, UiServerDown
 from device_farm.virtual import faults as F
 

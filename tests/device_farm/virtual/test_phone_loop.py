@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from device_farm.adbhost import AdbHost
+from device_farm.adb.host import AdbHost
 from device_farm.virtual import PhoneLoop, VirtualPhone
 
 ALARMS = "content://com.android.deskclock/alarms"

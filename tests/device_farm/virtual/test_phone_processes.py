@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from device_farm.adbhost import AdbHost
+from device_farm.adb.host import AdbHost
 from device_farm.virtual.phone_processes import PhoneProcesses, PhoneStartError
 
 ALARMS = "content://com.android.deskclock/alarms"
@@ -81,7 +81,7 @@ def test_more_processes_than_phones_is_refused():
 
 
 def test_workers_require_auth_with_the_key_files_given(tmp_path):
-    from device_farm.adbserver import AdbServer
+    from device_farm.adb.server import AdbServer
     from device_farm.virtual.packets import A_AUTH, A_CNXN, A_VERSION, Packet
     from tests.device_farm.virtual.raw_adb import RawAdb, keygen
 

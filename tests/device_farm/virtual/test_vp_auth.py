@@ -16,7 +16,7 @@ from pathlib import Path
 import adbutils
 import pytest
 
-from device_farm.adbserver import AdbServer
+from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
 from device_farm.virtual.adb_auth import (
     _KEY_STRUCT, AUTH_RSAPUBLICKEY, AUTH_SIGNATURE, AUTH_TOKEN, KEY_WORDS, TOKEN_SIZE, AdbPublicKey, BadAdbKey,

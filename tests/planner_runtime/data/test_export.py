@@ -11,7 +11,7 @@ from planner_runtime.contract import Source
 from planner_runtime.data.export import export_sft
 from planner_runtime.planners.chat_template import render_chat
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite
 
 TASK = next(t for t in builtin_suite().tasks if t.id == "clock.set_alarm")
@@ -64,7 +64,7 @@ def test_prompt_matches_the_local_planner_and_trl_trains_on_it(exported, store, 
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from planner_runtime.planners.model_store import ensure_embedded_model
+    from planner_runtime.planners.local.model_store import ensure_embedded_model
 
     runs, out, _ = exported
     model_dir = ensure_embedded_model()
@@ -92,7 +92,7 @@ def _export_cli(*args: str):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "export", "sft", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "export", "sft", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_export_cli_reports_an_unwritable_out_and_a_missing_store_in_one_line(store, tmp_path):

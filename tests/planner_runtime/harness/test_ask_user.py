@@ -9,7 +9,7 @@ from planner_runtime.contract import ErrorCode, FeedbackStatus, Source
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.tools.user import ScriptedAnswers, chain
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import TaskSpec
 
 ASK = {"name": "ask_user", "arguments": {"question": "What time should the alarm be?"}}

@@ -12,7 +12,7 @@ from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput
-from planner_runtime.planners.openai_answer import read_answer
+from planner_runtime.planners.openai.answer import read_answer
 from planner_runtime.planners.toolcalls import format_tool_call
 
 WHOLE = ("Hi Grace, the compiler talk moved from Thursday to Friday at 3pm in room 4B; please bring "

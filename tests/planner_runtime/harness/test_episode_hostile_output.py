@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
-from planner_runtime.collect import collect
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
+from planner_runtime.runs.collect import collect
 from planner_runtime.contract import ErrorCode, Source, ToolCall, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite, find_task
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 
 
 def _call(arguments: str) -> str:

@@ -23,7 +23,7 @@ from planner_runtime.harness.subagents import Lineage, with_delegate
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput, Sampling
-from planner_runtime.planners.openai_compat import OpenAIPlanner
+from planner_runtime.planners.openai.client import OpenAIPlanner
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import find_task

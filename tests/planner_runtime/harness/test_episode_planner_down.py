@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adbsource import VirtualSource
-from device_farm.pool import DevicePool
-from planner_runtime.collect import collect
+from device_farm.adb.source import VirtualSource
+from device_farm.pool.pool import DevicePool
+from planner_runtime.runs.collect import collect
 from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Source, TrajectoryStatus
-from planner_runtime.planners.openai_compat import OpenAIPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.planners.openai.client import OpenAIPlanner
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
-from planner_runtime.trajectories import Filter, completed_items
+from planner_runtime.trajectories.store import Filter, completed_items
 from tests.planner_runtime.planners.fake_openai import FakeOpenAI, Reply, call_reply, closed_port_url, raw_reply, text_reply
 
 OVERLOADED = raw_reply(b'{"error": {"message": "overloaded"}}', status=503)

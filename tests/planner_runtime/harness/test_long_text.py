@@ -7,7 +7,7 @@ from __future__ import annotations
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, TrajectoryStatus
 from planner_runtime.harness.tools.notes import NOTES_URI
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 
 
 def _body(size: int) -> str:

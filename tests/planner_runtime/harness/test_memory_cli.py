@@ -18,7 +18,7 @@ def cli(tmp_path):
     env = {**os.environ, "PLANNER_AGENT_HOME": str(tmp_path / "home")}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=240, env=env,
+        return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True, timeout=240, env=env,
                               stdin=subprocess.DEVNULL)  # no terminal, as in a script
 
     return run

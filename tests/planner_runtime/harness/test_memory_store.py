@@ -11,7 +11,7 @@ import pytest
 
 from planner_runtime.contract import utcnow
 from planner_runtime.errors import ConfigError, StoreError
-from planner_runtime.harness.memory import (
+from planner_runtime.harness.memory.episodes import (
     MemoryKind,
     MemoryStore,
     Trigger,
@@ -21,7 +21,7 @@ from planner_runtime.harness.memory import (
     import_jsonl,
     profile_path,
 )
-from planner_runtime.harness.memory_records import Memory
+from planner_runtime.harness.memory.records import Memory
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_fts_ranks_the_matching_memory_first_and_stems_words(mem):
 
 
 def test_in_a_large_store_a_rare_word_still_ranks_and_common_words_score_the_newest(mem, monkeypatch):
-    from planner_runtime.harness import memory_search
+    from planner_runtime.harness.memory import search as memory_search
 
     monkeypatch.setattr(memory_search, "COMMON_ROWS", 20)
     monkeypatch.setattr(memory_search, "RECENT_SCAN", 10)
@@ -94,7 +94,7 @@ def test_a_preference_outranks_an_equally_relevant_episode_and_newer_outranks_ol
 
 
 def test_a_kind_filter_keeps_only_those_kinds_whether_the_others_are_few_or_many(mem, monkeypatch):
-    from planner_runtime.harness import memory_search
+    from planner_runtime.harness.memory import search as memory_search
 
     monkeypatch.setattr(memory_search, "COMMON_ROWS", 20)
     mem.add(Memory(kind="intent", text="coffee beans to buy", trigger=Trigger.parse("app:Shopping")))

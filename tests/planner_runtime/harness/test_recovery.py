@@ -13,7 +13,7 @@ from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
 
 SET_ALARM = {"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}

@@ -12,7 +12,7 @@ from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.toolbox import toolset_for
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 
 CONTACTS = "content://com.android.contacts/contacts"
 DELETE_ADA = ToolCall(name="delete_contact", arguments={"name": "Ada Lovelace"})
@@ -78,7 +78,7 @@ def test_cli_run_denies_without_a_policy_and_follows_one(tmp_path):
         script.write_text(json.dumps([{"name": "add_contact", "arguments": {"name": "Ada Lovelace"}},
                                       {"name": "delete_contact", "arguments": {"name": "Ada Lovelace"}},
                                       {"name": "finish", "arguments": {"answer": "ok"}}]))
-        return subprocess.run([sys.executable, "-m", "planner_runtime.cli", "run", "Add then remove Ada", "--planner", "scripted",
+        return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "run", "Add then remove Ada", "--planner", "scripted",
                                "--script", str(script), "--virtual", "--store", str(tmp_path / "t.sqlite"), *extra],
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from planner_runtime.artifacts import ArtifactStore, png_size
+from planner_runtime.trajectories.artifacts import ArtifactStore, png_size
 from planner_runtime.contract import FeedbackStatus, Source, ToolCall
 from planner_runtime.errors import StoreError
 from planner_runtime.harness.toolbox import default_toolset, with_skills
 from planner_runtime.harness.tools import ToolContext
 from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 
 
 def test_screenshot_is_stored_once_by_content_and_referenced(device):

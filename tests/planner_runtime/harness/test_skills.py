@@ -10,7 +10,7 @@ from planner_runtime.errors import ConfigError
 from planner_runtime.harness.skills import check_skill, load_skills, parse_skill, select, skills_prompt
 from planner_runtime.harness.toolbox import episode_tool_names, toolset_for
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
 

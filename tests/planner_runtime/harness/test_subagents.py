@@ -13,7 +13,7 @@ from planner_runtime.contract import ErrorCode, FeedbackStatus, Role, Source, Tr
 from planner_runtime.cost import cost_report
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import find_task
 

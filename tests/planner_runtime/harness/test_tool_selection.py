@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adb import AdbDevice
+from device_farm.adb.device import AdbDevice
 from device_farm.virtual.apps import default_apps
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
 from planner_runtime.harness.apps import APPS, find_app
@@ -19,7 +19,7 @@ from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.harness.tools.user import AskUser
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.planners.toolcalls import render_tools
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 
 GUI = {"open_app", "read_screen", "tap", "long_press", "type_text", "scroll", "swipe", "back", "home", "wait", "finish"}
 ALL_APPS = [a.name for a in APPS]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from planner_runtime.contract import Message, Role, ToolSpec
-from planner_runtime.planners import model_store
+from planner_runtime.planners.local import model_store
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +23,7 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def planner(model_cache: Path):
-    from planner_runtime.planners.local import LocalPlanner
+    from planner_runtime.planners.local.planner import LocalPlanner
 
     return LocalPlanner(cache_dir=model_cache, max_new_tokens=24).load()
 

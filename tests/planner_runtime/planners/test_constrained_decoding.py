@@ -93,7 +93,7 @@ def test_a_schema_the_grammar_cannot_express_falls_back_to_unconstrained(planner
         description="A tool whose schema uses a regex feature the grammar compiler lacks.",
         parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "(?<=a)b"}}},
     )
-    with caplog.at_level(logging.WARNING, logger="planner_runtime.planners.local"):
+    with caplog.at_level(logging.WARNING, logger="planner_runtime.planners.local.planner"):
         out = planner.plan(alarm_chat, [odd], sampling=Sampling(max_new_tokens=8))
     assert out.text.startswith("<tool_call>")
     assert planner.last_forced_tokens == 0

@@ -8,7 +8,7 @@ import pytest
 
 from planner_runtime.contract import ToolSpec
 from planner_runtime.harness.toolbox import default_toolset
-from planner_runtime.planners.grammar import GrammarError, ToolCallGrammars, tool_call_grammar
+from planner_runtime.planners.local.grammar import GrammarError, ToolCallGrammars, tool_call_grammar
 
 
 @pytest.fixture(scope="module")

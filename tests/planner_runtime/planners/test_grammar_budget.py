@@ -20,10 +20,11 @@ from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools.memory import Recall, Remember
 from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.harness.tools.user import AskUser
-from planner_runtime.planners import Sampling, model_store
+from planner_runtime.planners import Sampling
+from planner_runtime.planners.local import model_store
 from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL
-from planner_runtime.planners.grammar import ToolCallGrammars, reaches_cap
-from planner_runtime.planners.local import LocalPlanner
+from planner_runtime.planners.local.grammar import ToolCallGrammars, reaches_cap
+from planner_runtime.planners.local.planner import LocalPlanner
 from planner_runtime.planners.toolcalls import CLOSE, OPEN
 
 # every tool an episode can offer; the per-episode ones are built without their episode (their spec needs none)
@@ -202,7 +203,7 @@ def test_the_local_planner_flags_a_message_its_budget_cut(planner):
     assert not whole.cut or whole.tool_calls[0].arguments["text"] != LONG_TEXT, whole.text
 
     # the server's batch decoder says the same, and its finish_reason is "length"
-    from planner_runtime.serving.batch import BatchDecoder, PlanRequest
+    from planner_runtime.planners.local.batch import BatchDecoder, PlanRequest
 
     request = PlanRequest(tuple(messages), (BY_NAME["send_message"],), Sampling(max_new_tokens=40))
     (served,) = BatchDecoder(planner).load().decode([request])

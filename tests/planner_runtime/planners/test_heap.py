@@ -13,7 +13,7 @@ import pytest
 _PROBE = textwrap.dedent(
     """
     import sys
-    from planner_runtime.planners.heap import return_large_blocks
+    from planner_runtime.planners.local.heap import return_large_blocks
 
     def rss_mb():
         for line in open("/proc/self/status"):

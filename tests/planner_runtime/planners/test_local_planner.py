@@ -7,7 +7,7 @@ import pytest
 from planner_runtime.contract import Message, Role
 from planner_runtime.errors import ModelProvisionError
 from planner_runtime.planners import PlannerOutput, Sampling, create
-from planner_runtime.planners.local import LocalPlanner
+from planner_runtime.planners.local.planner import LocalPlanner
 
 
 def test_construction_reads_nothing_and_a_missing_model_fails_on_first_use(tmp_path, alarm_chat, two_tools):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner_runtime.contract import Message, Role
-from planner_runtime.planners.local import LocalPlanner
+from planner_runtime.planners.local.planner import LocalPlanner
 
 GOALS = ("Wake me up at 7:30 tomorrow.", "Text 555-0100 that I am running late.")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from planner_runtime.errors import ModelProvisionError
-from planner_runtime.planners import model_store
+from planner_runtime.planners.local import model_store
 
 
 def test_gguf_setting_pointing_nowhere_names_the_setting_and_path(tmp_path, monkeypatch):

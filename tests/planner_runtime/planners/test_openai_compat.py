@@ -14,12 +14,12 @@ from planner_runtime import planners
 from planner_runtime.contract import ErrorCode, Message, Role, ToolCall, ToolSpec
 from planner_runtime.errors import ConfigError, PlannerError
 from planner_runtime.planners import PlannerTimeout, PlannerUnavailable
-from planner_runtime.planners.openai_answer import read_answer
-from planner_runtime.planners.openai_compat import OpenAIPlanner
+from planner_runtime.planners.openai.answer import read_answer
+from planner_runtime.planners.openai.client import OpenAIPlanner
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.planners.toolcalls import format_tool_call
 from planner_runtime.serving.server import PlannerServer
-from planner_runtime.serving.wire import messages_to_openai
+from planner_runtime.planners.openai.wire import messages_to_openai
 
 ALARM = ToolSpec(
     name="set_alarm",

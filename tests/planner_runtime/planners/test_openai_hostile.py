@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner_runtime.contract import ErrorCode, Source, TrajectoryStatus
-from planner_runtime.planners.openai_answer import read_answer
-from planner_runtime.planners.openai_compat import OpenAIPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.planners.openai.answer import read_answer
+from planner_runtime.planners.openai.client import OpenAIPlanner
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 from tests.planner_runtime.planners.fake_openai import FakeOpenAI, call_reply, raw_reply, text_reply
 
 DEEP = "[" * 10_000 + "]" * 10_000

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from planner_runtime.errors import ConfigError
-from planner_runtime.planners.threads import ENV_THREADS, available_cores, intra_op_threads, use_threads
+from planner_runtime.planners.local.threads import ENV_THREADS, available_cores, intra_op_threads, use_threads
 
 CHILD = (
     "import os, torch\n"
-    "from planner_runtime.planners.threads import intra_op_threads, use_threads\n"
+    "from planner_runtime.planners.local.threads import intra_op_threads, use_threads\n"
     "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
     "print(intra_op_threads(), use_threads(torch, intra_op_threads()), torch.get_num_threads())\n"
 )

@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from planner_runtime.serving import attention  # noqa: E402
-from planner_runtime.serving.attention import Prefixes, Segment, shared_prefix_attention  # noqa: E402
+from planner_runtime.planners.local import attention  # noqa: E402
+from planner_runtime.planners.local.attention import Prefixes, Segment, shared_prefix_attention  # noqa: E402
 
 KV_HEADS, GROUPS, DIM = 3, 3, 64
 

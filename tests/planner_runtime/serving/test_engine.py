@@ -8,7 +8,7 @@ from planner_runtime.contract import Message, Role, ToolCall
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import Sampling
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.serving.batch import PlanRequest
+from planner_runtime.planners.local.batch import PlanRequest
 from planner_runtime.serving.engine import Engine
 
 REQUEST = PlanRequest((Message(role=Role.user, content="Wake me at 7:30"),), (), Sampling(max_new_tokens=8))

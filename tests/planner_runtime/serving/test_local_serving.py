@@ -8,8 +8,9 @@ import threading
 import pytest
 
 from planner_runtime.contract import Message, Role, ToolSpec
-from planner_runtime.planners import Sampling, model_store
-from planner_runtime.serving.batch import BatchDecoder, PlanRequest
+from planner_runtime.planners import Sampling
+from planner_runtime.planners.local import model_store
+from planner_runtime.planners.local.batch import BatchDecoder, PlanRequest
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +32,7 @@ def chat(goal: str) -> tuple[Message, ...]:
 def local(tmp_path_factory):
     if not (os.environ.get(model_store.ENV_GGUF) or model_store.packaged_gguf()):
         pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
-    from planner_runtime.planners.local import LocalPlanner
+    from planner_runtime.planners.local.planner import LocalPlanner
 
     cache = tmp_path_factory.mktemp("serving-cache")
     model_store.ensure_embedded_model(cache, download=False)
@@ -63,7 +64,7 @@ def test_a_named_tool_constrains_the_call_to_it(local):
 def test_our_client_and_the_official_one_against_serve_with_the_model(local):
     import openai
 
-    from planner_runtime.planners.openai_compat import OpenAIPlanner
+    from planner_runtime.planners.openai.client import OpenAIPlanner
     from planner_runtime.serving.server import PlannerServer
 
     with PlannerServer(local, model_name="smol") as server:
@@ -117,7 +118,7 @@ def test_requests_with_different_tools_decode_together_as_each_alone(local):
     decoder = engine._decoder
     # the prompts' common start is kept once, and each prompt's own part after it
     assert len(decoder.tree.root.children) == 1
-    from planner_runtime.planners.local import shared_length
+    from planner_runtime.planners.local.planner import shared_length
 
     rows = [decoder._row(r) for r in requests]
     kept = [r.prompt_ids + r.prefill_ids for r in rows]  # each prompt bar its last token goes into the tree
@@ -142,7 +143,7 @@ def test_rows_of_different_prompt_starts_prefilled_in_pieces_decode_as_each_alon
 
 def test_without_the_fused_kernel_mixed_rows_decode_as_each_alone(local, monkeypatch):
     """The path used off the CPU (CUDA): every part of the attention by plain matrix products."""
-    from planner_runtime.serving import attention
+    from planner_runtime.planners.local import attention
 
     sampling = Sampling(max_new_tokens=32)
     requests = [PlanRequest(chat(GOALS[0]), TOOLS, sampling), PlanRequest(chat(GOALS[1]), TOOLS[1:], sampling),
@@ -156,7 +157,7 @@ def test_without_the_fused_kernel_mixed_rows_decode_as_each_alone(local, monkeyp
 
 
 def test_a_request_joins_a_running_batch_and_each_leaves_when_done(local, monkeypatch):
-    from planner_runtime.serving import batch
+    from planner_runtime.planners.local import batch
 
     monkeypatch.setattr(batch, "_COMPACT_AT", 1)  # drop ended rows' positions from the packed cache at once
     requests = [PlanRequest(chat(GOALS[0]), TOOLS, Sampling(max_new_tokens=32)),
@@ -250,7 +251,7 @@ def test_a_failed_step_fails_the_running_requests_and_the_engine_goes_on(local, 
 
 
 def test_the_kept_prompt_kv_stays_within_its_budget_once_rows_end(local):
-    from planner_runtime.planners.local import shared_length
+    from planner_runtime.planners.local.planner import shared_length
 
     sampling = Sampling(max_new_tokens=16)
     requests = [PlanRequest(chat(g), TOOLS, sampling) for g in GOALS]
@@ -315,7 +316,7 @@ def test_a_batched_call_always_closes_within_its_token_budget(local, monkeypatch
 
     import torch
 
-    from planner_runtime.serving import batch
+    from planner_runtime.planners.local import batch
 
     texts = [local._tokenizer.decode([i]) for i in range(len(local._tokenizer))]
     enders = torch.tensor([any(c in t for c in '"]}') for t in texts])

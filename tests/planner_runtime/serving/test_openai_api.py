@@ -262,8 +262,8 @@ def test_serve_on_a_port_in_use_is_one_clear_line_not_a_traceback():
 
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "serve", "--port", str(port)],
+        res = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "serve", "--port", str(port)],
                              capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in res.stderr and "Traceback" not in res.stderr
-    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "serve", "--port", "70000"], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "serve", "--port", "70000"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr

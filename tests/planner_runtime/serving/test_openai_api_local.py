@@ -16,8 +16,8 @@ import httpx
 import openai
 import pytest
 
-from device_farm.adbserver import free_port
-from planner_runtime.planners import model_store
+from device_farm.adb.server import free_port
+from planner_runtime.planners.local import model_store
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(cache):
-    from planner_runtime.planners.local import LocalPlanner
+    from planner_runtime.planners.local.planner import LocalPlanner
     from planner_runtime.serving.server import PlannerServer
 
     with PlannerServer(LocalPlanner(cache_dir=cache, max_new_tokens=32), model_name="smol") as s:
@@ -70,7 +70,7 @@ def test_tool_arguments_hold_no_property_the_schema_does_not_name(client, server
     # A schema that allows extras keeps them allowed.
     from planner_runtime.contract import Message, Role, ToolSpec
     from planner_runtime.planners import Sampling
-    from planner_runtime.serving.batch import PlanRequest
+    from planner_runtime.planners.local.batch import PlanRequest
 
     tokenizer = server.planner.tokenizer
     extra = '"time": "7:30", "label": "gym"}}\n</tool_call>'
@@ -115,7 +115,7 @@ def test_the_readme_serve_and_run_example_works_as_written(cache, tmp_path):
     """`planner-agent serve --port P`, then `planner-agent run "..." --planner openai://127.0.0.1:P/planner`."""
     port = free_port()
     env = {**os.environ, model_store.ENV_CACHE: str(cache), "PLANNER_AGENT_HOME": str(tmp_path / "home")}
-    serve = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli", "serve", "--port", str(port)],
+    serve = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli.main", "serve", "--port", str(port)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         def up() -> bool:
@@ -125,7 +125,7 @@ def test_the_readme_serve_and_run_example_works_as_written(cache, tmp_path):
                 return serve.poll() is not None  # ended: the assertion below says why
         assert wait_for(up, 240) and serve.poll() is None, serve.communicate(timeout=5)
         run = subprocess.run(
-            [sys.executable, "-m", "planner_runtime.cli", "run", "Set an alarm for 7:30", "--planner", f"openai://127.0.0.1:{port}/planner",
+            [sys.executable, "-m", "planner_runtime.cli.main", "run", "Set an alarm for 7:30", "--planner", f"openai://127.0.0.1:{port}/planner",
              "--max-steps", "1", "--virtual", "--store", str(tmp_path / "t.sqlite")],
             capture_output=True, text=True, timeout=600, env=env)
         assert "step 1" in run.stdout and "HTTP 4" not in run.stderr + run.stdout, run.stderr[-2000:] + run.stdout[-2000:]

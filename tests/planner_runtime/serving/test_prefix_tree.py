@@ -7,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from planner_runtime.serving.attention import Segment  # noqa: E402
-from planner_runtime.serving.prefix_tree import PrefixTree  # noqa: E402
+from planner_runtime.planners.local.attention import Segment  # noqa: E402
+from planner_runtime.planners.local.prefix_tree import PrefixTree  # noqa: E402
 
 
 def build(tree: PrefixTree) -> int:

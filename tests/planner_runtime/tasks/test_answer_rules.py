@@ -12,8 +12,8 @@ import tempfile
 
 from planner_runtime.contract import Source, ToolCall
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
-from planner_runtime.tasks.audit import naming_everything, number_spray
+from planner_runtime.runs.run import run_goal
+from planner_runtime.runs.audit import naming_everything, number_spray
 from planner_runtime.tasks.spec import builtin_suite, load_suite
 from planner_runtime.tasks.verifiers import contains, names
 
@@ -23,7 +23,7 @@ SPRAY = "It is one of " + " ".join(str(i) for i in range(21))
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PLANNER_AGENT_HOME": tempfile.mkdtemp(prefix="planner-agent-test-home-"), "COLUMNS": "80"}
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True,
                           timeout=240, env=env)
 
 

@@ -17,8 +17,8 @@ import tempfile
 from device_farm.android import content_insert, content_query
 from planner_runtime.contract import Source, ToolCall
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
-from planner_runtime.tasks.audit import audit, builtin_phones, naming_everything
+from planner_runtime.runs.run import run_goal
+from planner_runtime.runs.audit import audit, builtin_phones, naming_everything
 from planner_runtime.tasks.spec import builtin_suite, load_suite
 
 _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")
@@ -27,7 +27,7 @@ CONTACTS = "content://com.android.contacts/raw_contacts"
 
 def cli(*args: str, timeout: float = 240, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PLANNER_AGENT_HOME": os.environ.get("PLANNER_AGENT_HOME", _HOME), "COLUMNS": "80", **extra_env}
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

@@ -25,8 +25,8 @@ def test_a_count_task_empties_its_folder_before_seeding(device, task_id, folder,
 
 
 def test_the_reset_plan_and_the_audit_warning_name_the_emptied_folder():
-    from planner_runtime.runner import reset_plan
-    from planner_runtime.tasks.audit import what_setup_resets
+    from planner_runtime.runs.run import reset_plan
+    from planner_runtime.runs.audit import what_setup_resets
 
     task = BUILTIN["files.count_downloads"]
     assert reset_plan(task)[0] == "delete everything in /sdcard/Download"

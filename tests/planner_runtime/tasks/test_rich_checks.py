@@ -12,7 +12,7 @@ from planner_runtime.contract import (
 )
 from planner_runtime.errors import TaskSpecError
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import load_suite
 from planner_runtime.tasks.verifiers import numbers_in, verify

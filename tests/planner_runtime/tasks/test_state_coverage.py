@@ -13,7 +13,7 @@ from planner_runtime.tasks.spec import SUITES_DIR
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args], capture_output=True, text=True, timeout=120)
 
 
 def suite(tmp_path, setup: str, extra: str = "") -> str:

@@ -8,7 +8,7 @@ import pytest
 from planner_runtime.contract import Source
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite, load_suite
 
 SUITE = builtin_suite()

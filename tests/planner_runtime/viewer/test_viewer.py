@@ -17,9 +17,9 @@ from planner_runtime.contract import (
     Usage,
 )
 from planner_runtime.planners.scripted import ScriptedPlanner
-from planner_runtime.runner import run_goal
+from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import load_suite
-from planner_runtime.trajectories import TrajectoryStore
+from planner_runtime.trajectories.store import TrajectoryStore
 from planner_runtime.viewer import render_page
 
 PLANTED = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
@@ -116,7 +116,7 @@ def test_real_episode_page_in_chromium(tmp_path, device, device_ref, chromium):
                         planner=planner, store=store, task=task)
     assert any(PLANTED.split("<img")[0] in (s.feedback.observation.screen if s.feedback.observation else "") for s in traj.steps)
     out = tmp_path / "page.html"
-    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "view", traj.id, "--store", str(db), "--out", str(out)],
+    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "view", traj.id, "--store", str(db), "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert f"wrote {out} (1 trajectory, 4 steps)" in res.stdout
@@ -155,7 +155,7 @@ def _record(screenshot: str | None) -> Trajectory:
 
 
 def test_screenshot_is_embedded_and_page_makes_no_requests(tmp_path, device, chromium):
-    artifacts = pytest.importorskip("planner_runtime.artifacts")
+    artifacts = pytest.importorskip("planner_runtime.trajectories.artifacts")
     store = artifacts.ArtifactStore(tmp_path / "artifacts")
     ref = store.put(device.screenshot(), "png")
     traj = _record(ref)
@@ -165,7 +165,7 @@ def test_screenshot_is_embedded_and_page_makes_no_requests(tmp_path, device, chr
         for step in traj.steps:
             s.append_step(traj.id, step)
     out = tmp_path / "shot.html"
-    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "view", traj.id, "--store", str(db), "--out", str(out),
+    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "view", traj.id, "--store", str(db), "--out", str(out),
                           "--artifacts", str(tmp_path / "artifacts")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     html = out.read_text()
@@ -206,13 +206,13 @@ def test_failed_batch_page_lists_each_trajectory(tmp_path, device, device_ref, c
         ok = run_goal("Say hi", device=device, device_ref=device_ref, source=Source.sandbox,
                       planner=ScriptedPlanner([ToolCall(name="finish", arguments={"answer": "hi"})]), store=store)
     out = tmp_path / "failed.html"
-    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "view", "--failed", "--store", str(db), "--out", str(out)],
+    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "view", "--failed", "--store", str(db), "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "(2 trajectories, 2 steps)" in res.stdout
     dom = _parse(dump_dom(chromium, out))
     assert dom.count("article") == 2 and dom.count("li") == 2 and ok.id not in "".join(dom.text)
-    bad = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "view", "--store", str(db)], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "view", "--store", str(db)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "give a trajectory id or --failed" in bad.stderr
 
 
@@ -227,7 +227,7 @@ def test_delegated_episodes_are_on_the_parent_page(tmp_path):
             for step in traj.steps:
                 s.append_step(traj.id, step)
     out = tmp_path / "p.html"
-    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli", "view", parent.id, "--store", str(db), "--out", str(out)],
+    res = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "view", parent.id, "--store", str(db), "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "(2 trajectories, 2 steps)" in res.stdout, res.stderr
     html = out.read_text()

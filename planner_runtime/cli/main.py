@@ -1,0 +1,334 @@
+"""The ``planner-agent`` command line: run an assistant, serve a planner or a virtual phone.
+
+Verbs a user guesses: ``run``, ``show``, ``serve``, ``phone serve`` here; ``collect``,
+``replay``, ``devices`` and ``export`` in :mod:`planner_runtime.cli.collect`; ``tasks`` and
+``skills`` in :mod:`planner_runtime.cli.tasks`; ``memory``, ``trajectories`` and ``view`` in
+their own modules. Anything slow shows progress; ``--json`` gives machine-readable output.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from planner_runtime.cli.common import (
+    EXIT_CODES_HELP, ExitCode, answerer, console, episode_exit, err, fail, make_planner, print_child_step, print_step, print_summary,
+    reports_to_stderr, safety_gate,
+)
+from planner_runtime.cli.collect import collect, devices, export_app, replay
+from planner_runtime.config import Settings, parse_host_port, unknown_variables
+from planner_runtime.errors import ConfigError, PlannerRuntimeError
+from planner_runtime.cli.memory import memory_app, run_memory
+from planner_runtime.cli.tasks import skills_app, tasks_app
+from planner_runtime.cli.trajectories import trajectories_app
+from planner_runtime.cli.viewer import view
+
+# Help text is shown as written: format hints such as [calls] or [send, call] are not Rich markup.
+app = typer.Typer(help="Android device-farm agent runtime: a frozen planner drives tool calls on phones.", no_args_is_help=True,
+                  rich_markup_mode=None, epilog=EXIT_CODES_HELP)
+phone_app = typer.Typer(help="The built-in virtual phone.", no_args_is_help=True)
+for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skills"), (export_app, "export"),
+                  (memory_app, "memory"), (trajectories_app, "trajectories")):
+    app.add_typer(sub, name=name)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"planner-agent {version('planner-agent')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("planner-agent (not installed: version unknown)")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version, help="Print the version and exit."),
+) -> None:
+    """Android device-farm agent runtime: a frozen planner drives tool calls on phones."""
+    if "--help" in sys.argv[1:]:
+        return  # help is shown even when a setting is bad
+    try:  # every verb reads the settings: a bad PLANNER_AGENT_* value is one line, before anything runs
+        Settings.from_env()
+    except ConfigError as exc:
+        raise fail(str(exc)) from exc
+    for warning in unknown_variables():
+        err.print(warning, markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def run(
+    goal: Optional[str] = typer.Argument(None, help="What to do, e.g. 'Set an alarm for 7:30' (free-form: never seeded nor verified)."),
+    task: Optional[str] = typer.Option(None, "--task", help="Run a task from the built-in suite by id: seeds the phone first and verifies after."),
+    suite: Optional[Path] = typer.Option(None, "--suite", help="A task suite YAML file (default: the built-in one)."),
+    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Drive this attached phone."),
+    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on; it must be running "
+                                      "(only the default, 127.0.0.1:5037, may be absent, and then the built-in virtual phone is used)."),
+    virtual: bool = typer.Option(False, "--virtual", help="Use the built-in virtual phone even when a phone is attached."),
+    allow_reset: bool = typer.Option(
+        False, "--allow-reset", help="With --task on a phone other than the built-in virtual one: let the task's setup reset its data "
+        "(e.g. delete every alarm). Phones in PLANNER_AGENT_DISPOSABLE_SERIALS need no flag."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, or openai://host:port/model (openai+https://... for TLS)."),
+    model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
+    script: Optional[Path] = typer.Option(None, "--script", help='For --planner scripted: a JSON list of tool calls, [{"name": "open_app", "arguments": {"app": "Clock"}}, ...].'),
+    planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="For openai planners: seconds to wait for each reply (default 60)."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Token limit (prompt + output, all turns)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file; created if missing, in an existing folder)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the trajectory as JSON on stdout (the live view goes to stderr)."),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy (allow: [send, call, ...]); without a terminal, sensitive actions are denied unless it allows them."),
+    seed: int = typer.Option(0, "--seed", min=0, help="With --task: the seed its random parameters are drawn with."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Memory profile to recall from and write to (default: 'default'; a task run without it, "
+                                          "and a task that seeds memories always, gets a scratch memory)."),
+    no_memory: bool = typer.Option(False, "--no-memory", help="Do not read or write the memory profile."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="YAML of question pattern (regex) → answer for ask_user; without a terminal and without it, no user is available."),
+) -> None:
+    """Run the assistant on a phone (the built-in virtual phone when none is attached).
+
+    A free-form goal only runs the assistant: nothing is seeded and nothing verified. --task ID
+    seeds the phone with the task's starting state and checks the result; on a phone other than
+    the built-in virtual one that needs --allow-reset.
+    """
+    from device_farm.errors import DeviceError
+    from planner_runtime.contract import new_id
+    from planner_runtime.runs.run import check_reset, open_device, run_goal
+    from planner_runtime.tasks.seeding import seeds_memory
+    from planner_runtime.tasks.spec import builtin_suite, find_task, load_suite
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    trajectory_id = new_id("traj_")
+    try:
+        settings = Settings.from_env()
+        tasks = load_suite(suite) if suite else builtin_suite()
+        spec = find_task(task, tasks).draw(seed) if task is not None else None
+        if goal is None and spec is None:
+            raise fail("give a goal or --task")
+        if virtual and serial is not None:
+            raise fail("--virtual and --serial exclude each other")
+        goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
+        if store is not None and not store.parent.is_dir():
+            raise fail(f"--store {store}: folder {store.parent} does not exist")
+        brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout)
+        host, port = parse_host_port(adb or settings.adb)
+        gate, ask = safety_gate(policy), answerer(answers)
+        if spec is not None and seeds_memory(spec) and profile is not None and not no_memory:
+            err.print(f"[yellow]warning: task {spec.id} seeds its own memories, so it runs on a scratch memory: "
+                      f"profile {escape(profile)!r} is neither read nor written[/yellow]", soft_wrap=True)
+            no_memory = True
+        # the phone first: a phone or adb server that is not there leaves no store nor profile behind
+        with reports_to_stderr(as_json), \
+                open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]"), virtual=virtual,
+                            named=adb is not None or settings.adb_named) as (device, ref, source), \
+                TrajectoryStore(store or settings.store_path) as db, \
+                run_memory(settings.home, profile, no_memory, spec is not None) as memory:
+            if spec is not None:
+                check_reset(spec, ref, source, allow_reset=allow_reset, disposable=settings.disposable_serials,
+                            warn=lambda m: err.print(f"[yellow]{m}[/yellow]", soft_wrap=True))
+            console.print(f"[bold]goal:[/bold] {goal_text}   [dim]device {ref.serial} ({ref.model}), planner {brain.name}[/dim]")
+            traj = run_goal(
+                goal_text,
+                device=device,
+                device_ref=ref,
+                source=source,
+                planner=brain,
+                store=db,
+                task=spec,
+                max_steps=max_steps or (None if spec else settings.max_steps),
+                on_step=print_step,
+                gate=gate,
+                memory=memory,
+                ask=ask,
+                max_tokens=max_tokens,
+                on_child_step=print_child_step,
+                trajectory_id=trajectory_id,
+            )
+            print_summary(traj, db.usage(traj.id))
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    except DeviceError as exc:  # the phone or adb failed: say what, no traceback wall
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
+    except KeyboardInterrupt:
+        raise _interrupted(trajectory_id, store or Settings.from_env().store_path) from None
+    if as_json:
+        print(traj.to_json())
+    code = episode_exit(traj)
+    if code is not ExitCode.ok:
+        raise typer.Exit(code)
+
+
+def _interrupted(trajectory_id: str, store: Path) -> typer.Exit:
+    """Ctrl-C during ``run``: name the trajectory kept so far (the episode marked it interrupted)."""
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    try:
+        with TrajectoryStore(store, create=False) as db:
+            db.get(trajectory_id)
+        err.print(f"interrupted: trajectory {trajectory_id} is kept as interrupted (planner-agent show {trajectory_id})", soft_wrap=True)
+    except PlannerRuntimeError:
+        err.print("interrupted before the episode started: nothing was stored")
+    return typer.Exit(ExitCode.interrupted)
+
+
+@app.command()
+def show(
+    trajectory_id: str = typer.Argument(..., help="A trajectory id printed by `run`."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the trajectory as JSON."),
+) -> None:
+    """Show a stored trajectory step by step; its tokens include its sub-agents', shown apart."""
+    import json
+
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    try:
+        with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
+            traj = db.get(trajectory_id)
+            children = {ref: (db.get(ref), db.usage(ref)) for ref in db.children(traj.id)}
+            tokens = db.usage(traj.id)
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    if as_json:  # the trajectory as stored ("usage": its own turns) and "tokens": own, sub-agents, total
+        print(json.dumps({**traj.model_dump(mode="json"), "tokens": {**tokens.model_dump(), "total": tokens.total.model_dump()}}))
+        return
+    if traj.parent:
+        console.print(f"[dim]a sub-agent's episode, delegated by {traj.parent}[/dim]")
+    console.print(f"[bold]goal:[/bold] {traj.goal}  [dim]task {traj.task_id or '-'}, planner {traj.planner_release}, {traj.source.value}[/dim]")
+    for step in traj.steps:
+        print_step(step)
+        result = step.feedback.result
+        child, spent = children.get(result.get("trajectory", ""), (None, None)) if isinstance(result, dict) else (None, None)
+        if child is not None:  # the delegate step: the sub-agent's own steps, nested under it
+            console.print(f"    │ [bold]sub-agent[/bold] {child.id}: {child.goal}")
+            for sub in child.steps:
+                print_step(sub, 1)
+            console.print(f"    └ {child.status.value}, answer: {child.answer or '-'}, {spent.split()}")
+    print_summary(traj, tokens)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port of the OpenAI-compatible API (0: any free port)."),
+    model: Optional[str] = typer.Option(None, "--model", help="An HF model dir, .safetensors or .gguf file (default: the embedded planner)."),
+    name: Optional[str] = typer.Option(None, "--name", help="A model id clients may ask for besides `planner` (default: the model's label)."),
+    max_batch: int = typer.Option(8, "--max-batch", min=1, help="Most requests decoded together."),
+) -> None:
+    """Serve the local planner as an OpenAI-compatible API (/v1/chat/completions with tools and streaming)."""
+    import threading
+
+    from planner_runtime.planners.local.planner import LocalPlanner
+    from planner_runtime.serving.server import ALIAS, PlannerServer
+
+    server = PlannerServer(LocalPlanner(model), model_name=name, host=host, port=port, max_batch=max_batch)
+    try:
+        with console.status("loading the planner model"):
+            server.start()
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    except OSError as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc}") from exc
+    names = " or ".join(repr(m) for m in server.model_ids)
+    err.print(f"serving model {names} at {server.base_url} (try --planner openai://{host}:{server.port}/{ALIAS})", soft_wrap=True, markup=False)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@phone_app.command("serve")
+def phone_serve(
+    port: int = typer.Option(5555, "--port", min=0, max=65535, help="TCP port for the adb transport (5555-5585 are auto-attached by adb); 0: any free port."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    count: int = typer.Option(1, "--count", "-n", min=1, max=256, help="Serve this many phones (ports PORT, PORT+1, ...)."),
+    processes: int = typer.Option(1, "--processes", min=1, help="Spread the phones over this many worker processes (one core each at most)."),
+    adb_keys: Optional[list[Path]] = typer.Option(
+        None, "--adb-keys", exists=True, help="Require ADB authentication: trust the host keys in this adbkey.pub/adb_keys file or folder (repeat for several)."),
+    accept_new_keys: bool = typer.Option(
+        False, "--accept-new-keys", help="Require authentication but trust any host that offers its key, as if the user tapped Always allow."),
+) -> None:
+    """Serve built-in virtual phones until Ctrl-C; then `adb connect 127.0.0.1:PORT`."""
+    import threading
+
+    from device_farm.errors import DeviceError
+    from device_farm.virtual import PhoneLoop, VirtualPhone
+    from device_farm.virtual.adb_auth import load_keys
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the phones as Ctrl-C does
+    if port and port + count - 1 > 65535:
+        raise fail(f"--port {port} --count {count}: the last phone's port would be {port + count - 1}, above 65535")
+    key_files = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
+    if processes > 1:
+        return _serve_phone_processes(count, processes, host, port, key_files, accept_new_keys)
+    try:  # read once, for every phone
+        keys = load_keys(key_files) if key_files is not None else None
+    except (DeviceError, OSError, UnicodeDecodeError) as exc:
+        raise fail(f"--adb-keys: {exc}") from exc
+    loop = PhoneLoop().start()
+    phones: list[VirtualPhone] = []
+    try:
+        for i in range(count):
+            at = port + i if port else 0
+            phone = VirtualPhone(port=at, host=host, adb_keys=keys, accept_new_keys=accept_new_keys)
+            try:
+                phones.append(phone.start(loop))  # returns once listening, so the lines below are true when printed
+            except OSError as exc:
+                raise fail(f"cannot listen on {host}:{at}: {exc}") from exc
+        if keys is not None:
+            err.print(f"authentication required: {len(keys)} trusted host key(s){', new keys accepted' if accept_new_keys else ''}")
+        for phone in phones:
+            err.print(f"virtual phone {phone.serial} listening on {host}:{phone.port}; connect with: adb connect {host}:{phone.port}", soft_wrap=True)
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for phone in phones:
+            phone.stop()
+        loop.stop()
+
+
+def _serve_phone_processes(count: int, processes: int, host: str, port: int, keys: list[Path] | None, accept_new_keys: bool) -> None:
+    import threading
+
+    from device_farm.virtual.phone_processes import PhoneProcesses, PhoneStartError
+
+    if processes > count:
+        raise fail(f"--processes {processes} is more than --count {count}")
+    farm = PhoneProcesses(count, processes, host=host, port=port, adb_keys=keys, accept_new_keys=accept_new_keys)
+    try:
+        with console.status(f"starting {count} phones in {processes} processes"):
+            farm.start()
+    except PhoneStartError as exc:
+        raise fail(str(exc)) from exc
+    except KeyboardInterrupt:
+        return
+    try:
+        for phone in farm.phones:
+            err.print(f"virtual phone {phone.serial} listening on {phone.address}; connect with: adb connect {phone.address}", soft_wrap=True)
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        farm.stop()
+
+
+for verb in (devices, collect, replay, view):  # after run, show and serve in --help
+    app.command()(verb)
+
+
+if __name__ == "__main__":
+    app()
