@@ -160,6 +160,25 @@ class Usage(Record):
         )
 
 
+class TurnTokens(Record):
+    """What RL needs of one model turn, when the backend gives it (the local planner and ``serve``).
+
+    ``prompt_ids`` are the token ids the model read and ``completion_ids`` those of its answer
+    (the assistant message's text: a prefill the harness forced is part of it). ``logprobs`` holds
+    one entry per completion token: its log-probability under the model's own distribution
+    (temperature 1, before any grammar mask), the quantity a trainer recomputes. ``sampled`` is
+    ``True`` where the model chose the token and ``False`` where it was forced (a prefill, or a
+    position where the grammar allowed exactly one token): only sampled tokens carry a policy
+    gradient. ``tokenizer`` names the vocabulary the ids belong to.
+    """
+
+    prompt_ids: tuple[int, ...] = ()
+    completion_ids: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
+    sampled: tuple[bool, ...] = ()
+    tokenizer: str = ""
+
+
 class Step(Record):
     """One planner turn: the exact model input and output, the action and its feedback."""
 
@@ -173,6 +192,7 @@ class Step(Record):
     act_seconds: float = 0.0
     observation_digest: str = ""
     started_at: datetime = Field(default_factory=utcnow)
+    tokens: TurnTokens | None = None  # token ids, logprobs and the sampled mask, when the backend gives them
 
 
 class Source(StrEnum):

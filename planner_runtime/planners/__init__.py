@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from planner_runtime.contract import Message, Record, ToolCall, ToolError, ToolSpec, Usage
+from planner_runtime.contract import Message, Record, ToolCall, ToolError, ToolSpec, TurnTokens, Usage
 from planner_runtime.errors import ConfigError, PlannerError
 
 
@@ -40,6 +40,7 @@ class PlannerOutput(Record):
     usage: Usage = Usage()
     timings: dict[str, float] = Field(default_factory=dict)
     cut: bool = False
+    tokens: TurnTokens | None = None  # ids, logprobs and the sampled mask, when the backend gives them
 
 
 class PlannerTimeout(PlannerError):
