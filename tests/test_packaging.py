@@ -87,3 +87,15 @@ def test_an_installed_package_ships_the_skills_and_lists_them_from_any_folder(tm
     assert len(want) >= 10
     assert sorted(s["name"] for s in listed) == want
     assert all(Path(s["path"]).is_relative_to(venv) for s in listed), [s["path"] for s in listed][:3]
+
+
+def test_the_runtime_image_copies_what_the_build_reads():
+    # docker/runtime.Dockerfile installs the package from its COPY lines: the same files the
+    # build above needs, each of which must exist (no Docker engine is needed to check that).
+    copied = []
+    for line in (ROOT / "docker" / "runtime.Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            *sources, _dest = line.split()[1:]
+            copied += sources
+    assert sorted(copied) == sorted(SOURCES)
+    assert all((ROOT / source).exists() for source in copied)
