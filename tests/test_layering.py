@@ -4,9 +4,9 @@ Imports at module level, inside functions and under ``if TYPE_CHECKING:`` count 
 or type-only import is still a dependency, and a cycle hidden behind one is still a cycle between
 the modules (it only moves the failure from import time to whoever reads the code). A registry's
 ``"package.module:attr"`` string names a dependency too: it counts for the layer rules, not for
-cycles (a registry naming its entries is the point of one). Three checks: (a) no import cycle between modules, (b) no arrow from a lower
-layer up (:data:`RULES`), (c) no module over :data:`MAX_LINES` lines. A failure names the modules
-and the import line, ``module:line: statement``.
+cycles (a registry naming its entries is the point of one). Three checks: (a) no import cycle
+between modules, (b) no arrow from a lower layer up (:data:`RULES`), (c) no module over
+:data:`MAX_LINES` lines. A failure names the modules and the import line, ``module:line: statement``.
 """
 
 from __future__ import annotations
