@@ -17,7 +17,7 @@ WORKDIR /opt/planner-agent
 # is installed, not editable, so the image runs the wheel's code and the skills shipped inside it.
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml README.md ./
 COPY device_farm ./device_farm
 COPY planner_runtime ./planner_runtime
 COPY skills ./skills

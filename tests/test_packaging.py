@@ -23,7 +23,7 @@ from planner_runtime.harness.skills import load_skills
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a build reads; copied so the build writes its build/ and egg-info into tmp_path, not the checkout.
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "planner_runtime", "device_farm", "skills")
+SOURCES = ("pyproject.toml", "README.md", "planner_runtime", "device_farm", "skills")
 
 
 def _run(*command: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -55,16 +55,21 @@ def _fresh_venv(tmp_path: Path) -> Path:
     return venv
 
 
+def _outside_env() -> dict[str, str]:
+    """The environment without this checkout on PYTHONPATH: there, a checkout's
+    ``planner_agent.egg-info`` would tell pip the package is installed already."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PLANNER_AGENT_SKILLS_DIR")}
+
+
 def _pip_install(venv: Path, target: Path) -> None:
     _run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "--quiet",
-         "--no-deps", "--no-index", "--no-build-isolation", target)
+         "--no-deps", "--no-index", "--no-build-isolation", target, env=_outside_env())
 
 
 def _skills_listed_from_elsewhere(venv: Path, tmp_path: Path) -> list[dict]:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PLANNER_AGENT_SKILLS_DIR")}
-    res = _run(venv / "bin" / "planner-agent", "skills", "list", "--json", cwd=elsewhere, env=env)
+    res = _run(venv / "bin" / "planner-agent", "skills", "list", "--json", cwd=elsewhere, env=_outside_env())
     return json.loads(res.stdout)
 
 

@@ -90,14 +90,13 @@ class Skill(BaseModel):
 
 
 def default_skills_dir() -> Path:
-    """``$PLANNER_AGENT_SKILLS_DIR``, else the built-in skills: ``planner_runtime/skills/`` in an
-    installed wheel (the build ships the top-level ``skills/`` folder there), else ``skills/``
-    beside the packages in a checkout or an editable install."""
+    """``$PLANNER_AGENT_SKILLS_DIR``, else the built-in skills: ``planner_runtime/skills/``, which
+    in a checkout is a link to the top-level ``skills/`` folder (resolved, so paths name that
+    folder) and in an installed wheel holds the copies the build shipped."""
     chosen = Settings.read("skills_dir")
     if chosen is not None:
         return chosen
-    installed = Path(__file__).resolve().parents[1] / "skills"
-    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "skills"
+    return (Path(__file__).resolve().parents[1] / "skills").resolve()
 
 
 def parse_skill(path: Path) -> Skill:
