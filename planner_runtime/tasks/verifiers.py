@@ -25,7 +25,8 @@ from device_farm.android import content_query
 from device_farm.errors import DeviceError, ShellCommandError
 from planner_runtime.contract import Check, FailureKind, FeedbackStatus, Trajectory, TrajectoryStatus, Verdict
 from planner_runtime.errors import TaskCheckError
-from planner_runtime.tasks.spec import CheckSpec, TaskSpec
+from planner_runtime.tasks.declarations import CheckSpec
+from planner_runtime.tasks.spec import TaskSpec
 
 ASK_TOOL = "ask_user"
 CONFIRMED = "confirmed by the user"  # the safety gate's reason, recorded in the feedback note
