@@ -6,7 +6,7 @@ assistant message with ``tool_calls`` whose ids are those of the tool results th
 a turn that cannot be mapped that way (no call, or a call count that does not match its results)
 is sent as text with its results as ``<tool_response>`` user turns, as the chat template renders
 them. The answer's ``tool_calls`` — or ``<tool_call>`` text for servers without a tool parser —
-become a :class:`~planner_runtime.planners.PlannerOutput` (see :mod:`.openai_answer`): whatever
+become a :class:`~planner_runtime.planners.PlannerOutput` (see :mod:`.answer`): whatever
 the model wrote, however hostile, becomes :class:`~planner_runtime.contract.ToolError` s, never
 exceptions.
 
@@ -23,7 +23,7 @@ With ``token_records=True`` each request also asks for ``"logprobs": true`` and 
 ``"return_token_ids": true``, and the answer's token ids, logprobs and sampled mask fill
 ``PlannerOutput.tokens`` (:mod:`.tokens`). It is off by default: many servers refuse fields
 they do not know. A server that sends no records, or records that do not add up, costs the
-turn nothing but its record; the reason is logged once per kind of problem.
+turn nothing but its record; the reason is logged once per faulty field.
 """
 
 from __future__ import annotations
