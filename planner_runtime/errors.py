@@ -32,6 +32,13 @@ class TaskSpecError(PlannerRuntimeError):
         super().__init__(f"{where}: {field}: {message}")
 
 
+class TaskCheckError(PlannerRuntimeError):
+    """A task's check cannot run as the task wrote it: it names a table, column or app the phone
+    does not have, its ``where`` makes the provider fail, the phone's ``settings`` refuses its key,
+    its file cannot be read. The task is at fault (``FailureKind.spec``), never the planner nor
+    the device."""
+
+
 class StoreError(PlannerRuntimeError):
     """The trajectory store could not be opened or written."""
 

@@ -1,9 +1,9 @@
 """Export trajectories as SFT data: TRL's conversational prompt-completion JSONL.
 
 Each planner turn whose feedback was ``ok`` becomes one row: the prompt is the conversation as
-the model saw it (system prompt with the tool signatures, earlier turns and tool responses
-rendered exactly as the local planner renders them) and the completion is the model's raw
-output. Turns that drew an error are never a completion — that is the per-turn loss mask —
+the model saw it (system prompt with the tool signatures, earlier turns and tool responses, as
+:func:`~planner_runtime.planners.chat_template.chat_turns` gives them to the local planner too)
+and the completion is the model's raw output. Turns that drew an error are never a completion — that is the per-turn loss mask —
 but they stay in later prompts, so a model also learns to recover from a mistake.
 TRL's ``SFTTrainer`` trains on completions only for this format by default.
 """
@@ -14,11 +14,11 @@ import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
-from planner_runtime.contract import FeedbackStatus, Message, Role, Step, Trajectory
+from planner_runtime.contract import FeedbackStatus, Step, Trajectory
 from planner_runtime.errors import PlannerRuntimeError
-from planner_runtime.planners.chat_template import DEFAULT_SYSTEM, system_with_tools
+from planner_runtime.planners.chat_template import chat_turns
 from planner_runtime.trajectories.store import TrajectoryStore
 
 
@@ -33,25 +33,6 @@ class ExportStats:
     masked_turns: int
 
 
-def _chat(messages: Iterable[Message], trajectory: Trajectory) -> list[dict[str, str]]:
-    """Messages as role/content dicts, with tools in the system turn and tool results as
-    ``<tool_response>`` user turns (the same text the local planner renders)."""
-    out: list[dict[str, str]] = []
-    rest = list(messages)
-    system = rest.pop(0).content if rest and rest[0].role == Role.system else DEFAULT_SYSTEM
-    out.append({"role": "system", "content": system_with_tools(system, trajectory.tools)})
-    for msg in rest:
-        if msg.role == Role.tool:
-            body = f"<tool_response>\n{msg.content}\n</tool_response>"
-            if out[-1]["role"] == "user" and out[-1]["content"].endswith("</tool_response>"):
-                out[-1]["content"] += "\n" + body  # consecutive results share one user turn
-            else:
-                out.append({"role": "user", "content": body})
-        else:
-            out.append({"role": msg.role.value, "content": msg.content})
-    return out
-
-
 def _trained(step: Step) -> bool:
     return step.tool_call is not None and step.feedback.status is FeedbackStatus.ok
 
@@ -61,7 +42,8 @@ def sft_rows(trajectory: Trajectory) -> Iterator[dict[str, Any]]:
         if not _trained(step):
             continue
         yield {
-            "prompt": _chat(step.messages, trajectory),
+            # the turns the local planner renders (chat_turns): the model's chat template gives the same text
+            "prompt": [turn.as_dict() for turn in chat_turns(step.messages, trajectory.tools)],
             "completion": [{"role": "assistant", "content": step.raw_output}],
             "trajectory_id": trajectory.id,
             "step": step.index,

@@ -54,6 +54,7 @@ from planner_runtime.contract import (
     new_id,
 )
 from planner_runtime.deadline import Deadline, seconds_left, within
+from planner_runtime.harness.device_errors import device_feedback
 from planner_runtime.harness.repeats import RepeatGuard, sensitive_record
 from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.planners import Planner, PlannerContextExceeded, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
@@ -276,8 +277,7 @@ class Episode:
             except DeviceError as exc:  # only infra faults get here; the step is kept
                 infra = exc
                 call = out.tool_calls[0] if out.tool_calls else None
-                code = ErrorCode(exc.code) if exc.code in ErrorCode.__members__ else ErrorCode.device_offline
-                feedback = Feedback.fail(call.call_id if call else new_id("call_"), code, str(exc)[:300])
+                feedback = device_feedback(call.call_id if call else new_id("call_"), exc)
             t2 = time.perf_counter()
             self._usage = self._usage + out.usage
             step = Step(

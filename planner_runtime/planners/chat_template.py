@@ -1,14 +1,20 @@
-"""ChatML rendering with Qwen/Hermes-style tools, for models whose own template has none.
+"""ChatML rendering with Qwen/Hermes-style tools: the one rendering the model, ``serve`` and training share.
 
 SmolLM2 uses the same ``<|im_start|>``/``<|im_end|>`` turns as Qwen, but its bundled chat template
 ignores tools. This renders what Qwen2.5's template renders: the tool signatures appended to the
 system turn, assistant turns verbatim (their ``<tool_call>`` blocks included), and each run of
 consecutive tool results as one user turn of ``<tool_response>`` blocks. Pure text, no tokenizer,
 so the exact model input can be stored with every step and rebuilt without the model.
+
+:func:`chat_turns` is the conversation as role/content turns; :func:`render_chat` writes those
+turns as the prompt the local planner (and so ``serve``) tokenizes, and the SFT export writes the
+same turns as its rows, which the model's own chat template renders to the same text. Training
+input therefore cannot drift from what the model saw: both go through :func:`chat_turns`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from planner_runtime.contract import Message, Role, ToolSpec
@@ -21,28 +27,56 @@ DEFAULT_SYSTEM = "You are a helpful assistant that operates an Android phone by 
 TOOL_CALL_PREFILL = OPEN + '\n{"name": "'
 
 
+@dataclass(frozen=True)
+class ChatTurn:
+    """One ChatML turn: ``<|im_start|>{role}\\n{content}<|im_end|>\\n``."""
+
+    role: str
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        """The turn as a chat-template message (TRL's conversational rows, ``apply_chat_template``)."""
+        return {"role": self.role, "content": self.content}
+
+    def render(self) -> str:
+        return f"{IM_START}{self.role}\n{self.content}{IM_END}\n"
+
+
 def system_with_tools(system: str, tools: Sequence[ToolSpec]) -> str:
     """The system turn's text: the harness's system prompt followed by the tool signatures."""
     return f"{system}\n\n# Tools\n\n{render_tools(tools)}" if tools else system
 
 
-def render_chat(messages: Sequence[Message], tools: Sequence[ToolSpec], *, prefill: str = "") -> str:
-    """The prompt text for ``messages``, ending with an open assistant turn and ``prefill``."""
-    parts: list[str] = []
+def _response(msg: Message) -> str:
+    return f"<tool_response>\n{msg.content}\n</tool_response>"
+
+
+def chat_turns(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[ChatTurn]:
+    """``messages`` as the turns the model reads: the system prompt (or a default one) with the
+    tool signatures first, and each run of consecutive tool results folded into one user turn."""
     rest = list(messages)
     system = rest.pop(0).content if rest and rest[0].role == Role.system else DEFAULT_SYSTEM
-    system = system_with_tools(system, tools)
-    parts.append(f"{IM_START}system\n{system}{IM_END}\n")
-    for i, msg in enumerate(rest):
+    turns = [ChatTurn("system", system_with_tools(system, tools))]
+    run: list[str] = []  # the current run of tool results, flushed as one user turn
+    for msg in rest:
         if msg.role == Role.tool:
-            opens_run = i == 0 or rest[i - 1].role != Role.tool
-            closes_run = i == len(rest) - 1 or rest[i + 1].role != Role.tool
-            parts.append(
-                (f"{IM_START}user" if opens_run else "")
-                + f"\n<tool_response>\n{msg.content}\n</tool_response>"
-                + (f"{IM_END}\n" if closes_run else "")
-            )
-        else:
-            parts.append(f"{IM_START}{msg.role.value}\n{msg.content}{IM_END}\n")
-    parts.append(f"{IM_START}assistant\n{prefill}")
-    return "".join(parts)
+            run.append(_response(msg))
+            continue
+        if run:
+            turns.append(ChatTurn("user", "\n".join(run)))
+            run = []
+        turns.append(ChatTurn(msg.role.value, msg.content))
+    if run:
+        turns.append(ChatTurn("user", "\n".join(run)))
+    return turns
+
+
+def render_chat(messages: Sequence[Message], tools: Sequence[ToolSpec], *, prefill: str = "") -> str:
+    """The prompt text for ``messages``, ending with an open assistant turn and ``prefill``."""
+    return "".join(turn.render() for turn in chat_turns(messages, tools)) + f"{IM_START}assistant\n{prefill}"
+
+
+def render_conversation(messages: Sequence[Message], tools: Sequence[ToolSpec], completion: str) -> str:
+    """The whole training text of one turn: the prompt, then ``completion`` (the assistant's raw
+    output, a prefill included) closed as a turn; what a chat template renders for an SFT row."""
+    return render_chat(messages, tools) + completion + f"{IM_END}\n"

@@ -30,8 +30,9 @@ from device_farm.errors import DeviceError, DeviceOffline
 from device_farm.pool.health import not_ready_reason
 from device_farm.pool.pool import DevicePool
 from device_farm.pool.sources import DeviceCandidate
-from planner_runtime.contract import DeviceRef, ErrorCode, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
+from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
 from planner_runtime.errors import PlannerRuntimeError, StoreError
+from planner_runtime.harness.device_errors import is_device_fault
 from planner_runtime.harness.safety import Policy, SafetyGate
 from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.planners.shared import SharedPlanner
@@ -124,15 +125,12 @@ def _is_infra(traj: Trajectory) -> bool:
     )
 
 
-_DEVICE_CODES = {ErrorCode.device_offline, ErrorCode.ui_server_down}
-
-
 def _device_at_fault(traj: Trajectory, device: Device) -> bool:
     """Whether an infra episode's fault was the device's: its last step says so, or the device
     does not answer now. A planner endpoint that was down is not — counting that against
     healthy phones would quarantine the whole pool."""
     error = traj.steps[-1].feedback.error if traj.steps else None
-    if error is not None and error.code in _DEVICE_CODES:
+    if error is not None and is_device_fault(error.code):
         return True
     try:
         device.shell(["echo", "ok"], timeout=5.0)

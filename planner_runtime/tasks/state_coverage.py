@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Iterable
 from urllib.parse import urlparse
 
-from planner_runtime.tasks.spec import CheckSpec, SetupAction, TaskSpec
+from planner_runtime.tasks.declarations import CheckSpec, SetupAction
+from planner_runtime.tasks.spec import TaskSpec
 
 @dataclass(frozen=True)
 class Unset:

@@ -11,14 +11,31 @@ from __future__ import annotations
 
 import re
 from string import Formatter
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, Mapping, Protocol, Sequence
 
+from planner_runtime.tasks.declarations import CheckSpec, SetupAction
 from planner_runtime.tasks.where import WhereError, parse_where
 
-if TYPE_CHECKING:
-    from planner_runtime.tasks.spec import TaskSpec
-
 Loc = tuple[str | int, ...]
+
+
+class Choices(Protocol):
+    choice: tuple[Any, ...] | None
+
+
+class Templated(Protocol):
+    """What of a task its templates are read from (a :class:`~planner_runtime.tasks.spec.TaskSpec`,
+    which calls :func:`check_templates` on itself while it is validated)."""
+
+    goal: str
+    setup: Sequence[SetupAction]
+    checks: Sequence[CheckSpec]
+    user_answers: Mapping[str, str]
+    variants: Sequence[Mapping[str, Any]]
+    random: Mapping[str, Choices]
+
+    @property
+    def values(self) -> dict[str, Any]: ...
 
 
 class FieldProblem(ValueError):
@@ -70,7 +87,7 @@ def _render_problem(kind: str, text: str, values: dict[str, Any]) -> str | None:
     return None
 
 
-def value_sets(task: TaskSpec) -> Iterator[tuple[str, dict[str, Any]]]:
+def value_sets(task: Templated) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every parameter set a template can be rendered with: the params, each variant, and
     each choice of a random parameter (each placeholder is rendered on its own, so trying
     the choices one at a time covers their combinations)."""
@@ -83,7 +100,7 @@ def value_sets(task: TaskSpec) -> Iterator[tuple[str, dict[str, Any]]]:
             yield f"random {name} = {option!r}", {**base, name: option}
 
 
-def templates(task: TaskSpec) -> Iterator[tuple[Loc, str, str]]:
+def templates(task: Templated) -> Iterator[tuple[Loc, str, str]]:
     """(location, kind, text) of every template in the setup, the checks and the answers."""
     for i, a in enumerate(task.setup):
         at: Loc = ("setup", i, a.kind)
@@ -127,7 +144,7 @@ def templates(task: TaskSpec) -> Iterator[tuple[Loc, str, str]]:
         yield ("user_answers", question), "text", answer
 
 
-def check_templates(task: TaskSpec) -> None:
+def check_templates(task: Templated) -> None:
     """Raise :class:`FieldProblem` at the first template that does not render."""
     for label, values in value_sets(task):
         try:

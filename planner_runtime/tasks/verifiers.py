@@ -10,7 +10,9 @@ Three families of checks, each returning a :class:`Check` with evidence a person
   ``asked_before`` (the user was asked before a tool first ran), ``max_steps_used``.
 
 A device fault during the episode or a check gives ``failure_kind=infra``; a check that cannot
-run because the spec is wrong gives ``spec``.
+run because the task is wrong (:class:`~planner_runtime.errors.TaskCheckError`: a missing table,
+column or app, a ``where`` the provider refuses, a setting key ``settings`` refuses, a file that
+cannot be read) gives ``spec``: neither is ever scored against the planner.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import re
 from typing import Callable
 
 from device_farm import Device
-from device_farm.android import content_query, get_setting
+from device_farm.android import content_query
 from device_farm.errors import DeviceError, ShellCommandError
 from planner_runtime.contract import Check, FailureKind, FeedbackStatus, Trajectory, TrajectoryStatus, Verdict
-from planner_runtime.tasks.spec import CheckSpec, TaskSpec
+from planner_runtime.errors import TaskCheckError
+from planner_runtime.tasks.declarations import CheckSpec
+from planner_runtime.tasks.spec import TaskSpec
 
 ASK_TOOL = "ask_user"
 CONFIRMED = "confirmed by the user"  # the safety gate's reason, recorded in the feedback note
@@ -38,12 +42,22 @@ CheckFn = Callable[[TaskSpec, CheckSpec, Device, Trajectory], Check]
 def _content(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
     c = spec.content
     uri, where = task.render(c.uri), task.render_where(c.where) if c.where else None
-    rows = content_query(device, uri, where=where)
+    try:
+        rows = content_query(device, uri, where=where)
+    except ShellCommandError as exc:  # the provider ran and refused the query: no such table, column or app
+        raise TaskCheckError(f"the provider refused the query on {uri}: {_reason(exc.output)}") from exc
     ok = len(rows) >= c.min and (c.max is None or len(rows) <= c.max)
     bound = f"{c.min}..{c.max if c.max is not None else '∞'}"
     shown = "; ".join(", ".join(f"{k}={v}" for k, v in r.items()) for r in rows[:3])
     evidence = f"{len(rows)} row(s) in {uri}" + (f" where {where}" if where else "") + f" (want {bound})"
     return Check(name=spec.name or f"content {uri}", passed=ok, evidence=evidence + (f": {shown}" if shown else ""))
+
+
+def _reason(output: str) -> str:
+    """The line of a command's output that says what went wrong: Android's ``content`` prints the
+    exception after a generic "Error while accessing provider" line, and its stack after it."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return next((line for line in lines if "Exception" in line), lines[0] if lines else "no output")[:240]
 
 
 def _answer(trajectory: Trajectory) -> str:
@@ -152,7 +166,7 @@ def _answer_number(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: 
     try:
         want = float(raw)
     except ValueError:
-        raise ShellCommandError("answer_number", 1, f"expected value {raw!r} is not a number") from None
+        raise TaskCheckError(f"answer_number: the expected value {raw!r} is not a number") from None
     found = numbers_in(_answer(trajectory))
     stated = numbers_in(task.rendered_goal())
     close = [x for x in found if _close(x, want, n.tolerance)]
@@ -220,8 +234,10 @@ def _same_value(got: str, want: str) -> bool:
 
 def _setting(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
     s = spec.setting
-    value = get_setting(device, s.namespace, s.key)
-    got = "null" if value is None else value
+    read = device.shell(["settings", "get", s.namespace, s.key])
+    if not read.ok:  # settings printed its usage or an error, not a value: the key as written cannot be read
+        raise TaskCheckError(f"settings get {s.namespace} {s.key} was refused: {_reason(read.output)}")
+    got = read.output.strip()  # "null": the key is unset
     want = "null" if s.equals is None else task.render(_scalar_text(s.equals))
     return Check(name=spec.name or f"setting {s.namespace}/{s.key} = {want}", passed=_same_value(got, want),
                  evidence=f"settings get {s.namespace} {s.key} → {got!r} (want {want!r})")
@@ -238,8 +254,8 @@ def _file(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajector
     if f.contains is None:
         return Check(name=name, passed=True, evidence=f"ls -d {path}: {listed.output.strip()[:200]}")
     read = device.shell(["cat", path])
-    if not read.ok:
-        raise ShellCommandError("cat", read.exit_code, read.output)
+    if not read.ok:  # it exists but cannot be read as a file (a folder, no permission)
+        raise TaskCheckError(f"cat {path} failed: {_reason(read.output)}")
     want = task.render(f.contains)
     text = read.output
     return Check(name=spec.name or f"{path} contains {want!r}", passed=want in text,
@@ -261,7 +277,7 @@ CHECKS: dict[str, CheckFn] = {
 
 
 def run_check(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
-    """One check; a device fault or a check that cannot run raises a DeviceError."""
+    """One check; a device fault raises a DeviceError, a check the task wrote wrongly a TaskCheckError."""
     return CHECKS[spec.kind](task, spec, device, trajectory)
 
 
@@ -278,8 +294,10 @@ def verify(task: TaskSpec, device: Device, trajectory: Trajectory) -> Verdict:
     for spec in task.checks:
         try:
             checks.append(run_check(task, spec, device, trajectory))
-        except DeviceError as exc:
-            kind = FailureKind.infra if exc.infra else FailureKind.spec
+        except (TaskCheckError, DeviceError) as exc:
+            # A DeviceError that is no infra fault refused the command the task made (one too long
+            # for a phone): the task's doing as well.
+            kind = FailureKind.infra if isinstance(exc, DeviceError) and exc.infra else FailureKind.spec
             checks.append(Check(name=spec.name or spec.kind, passed=False, evidence=f"check could not run: {exc}"))
             return Verdict(success=False, score=0.0, checks=tuple(checks), failure_kind=kind)
     passed = sum(c.passed for c in checks)

@@ -25,6 +25,7 @@ from device_farm.errors import DeviceError
 from device_farm.hierarchy import Screen, diff_screens, parse_hierarchy
 from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, Observation, ToolCall, ToolError, ToolSpec
 from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.harness.device_errors import device_feedback
 from planner_runtime.harness.safety import SafetyGate, Sensitivity
 from planner_runtime.harness.tools.guard import GuardedDevice
 
@@ -207,6 +208,6 @@ class ToolSet:
         except DeviceError as exc:
             if exc.infra:
                 raise
-            return Feedback.fail(call.call_id, ErrorCode(exc.code), str(exc)[:300])
+            return device_feedback(call.call_id, exc)
         return Feedback(call_id=call.call_id, status=FeedbackStatus.ok, result=outcome.result, observation=observation, note=note)
 

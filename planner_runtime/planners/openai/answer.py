@@ -12,10 +12,11 @@ doing — a proxy's error page, a server that is not an OpenAI endpoint — and 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from planner_runtime.contract import ErrorCode, ToolCall, ToolError, Usage, new_id
 from planner_runtime.planners import PlannerOutput, PlannerUnavailable
+from planner_runtime.planners.openai.tokens import TokenReading, read_tokens
 from planner_runtime.planners.toolcalls import (
     CLOSE,
     MAX_NAME_CHARS,
@@ -32,8 +33,14 @@ from planner_runtime.planners.toolcalls import (
 )
 
 
-def read_body(raw: bytes, *, limit: int, server: str) -> PlannerOutput:
-    """The body of a 2xx answer (``limit`` + 1 bytes of it at most) as a planner's output."""
+TokenProblem = Callable[[TokenReading], None]
+
+
+def read_body(
+    raw: bytes, *, limit: int, server: str, tokenizer: str | None = None, on_token_problem: TokenProblem | None = None
+) -> PlannerOutput:
+    """The body of a 2xx answer (``limit`` + 1 bytes of it at most) as a planner's output; with
+    ``tokenizer``, its token record too (see :func:`read_answer`)."""
     if len(raw) > limit:
         return _failed(f"the server's answer is over {limit} bytes; answer with one short tool call")
     # JSON is UTF-8 (RFC 8259); bytes that are not become U+FFFD rather than an exception.
@@ -44,11 +51,27 @@ def read_body(raw: bytes, *, limit: int, server: str) -> PlannerOutput:
         return _failed(f"the answer is {exc}")
     except UnreadableJson as exc:
         raise PlannerUnavailable(f"{server}: the answer is not JSON ({exc}): {clean_text(text[:200])!r}") from None
-    return read_answer(payload)
+    return read_answer(payload, tokenizer=tokenizer, on_token_problem=on_token_problem)
 
 
-def read_answer(payload: Any) -> PlannerOutput:
-    """A decoded chat-completions answer as a :class:`PlannerOutput`; never raises."""
+def read_answer(payload: Any, *, tokenizer: str | None = None, on_token_problem: TokenProblem | None = None) -> PlannerOutput:
+    """A decoded chat-completions answer as a :class:`PlannerOutput`; never raises.
+
+    With ``tokenizer`` (the name the ids' vocabulary goes by), the answer's token ids, logprobs
+    and sampled mask become ``tokens`` (:mod:`.tokens`); when they are missing or do not add up
+    the output has none and ``on_token_problem`` is told why."""
+    out = _read_answer(payload)
+    if tokenizer is None or not isinstance(payload, dict):
+        return out
+    choices = payload.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    reading = read_tokens(payload, choice, tokenizer=tokenizer)
+    if reading.problem and on_token_problem is not None:
+        on_token_problem(reading)
+    return out.model_copy(update={"tokens": reading.tokens}) if reading.tokens is not None else out
+
+
+def _read_answer(payload: Any) -> PlannerOutput:
     choices = payload.get("choices") if isinstance(payload, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}

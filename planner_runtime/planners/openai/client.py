@@ -6,7 +6,7 @@ assistant message with ``tool_calls`` whose ids are those of the tool results th
 a turn that cannot be mapped that way (no call, or a call count that does not match its results)
 is sent as text with its results as ``<tool_response>`` user turns, as the chat template renders
 them. The answer's ``tool_calls`` — or ``<tool_call>`` text for servers without a tool parser —
-become a :class:`~planner_runtime.planners.PlannerOutput` (see :mod:`.openai_answer`): whatever
+become a :class:`~planner_runtime.planners.PlannerOutput` (see :mod:`.answer`): whatever
 the model wrote, however hostile, becomes :class:`~planner_runtime.contract.ToolError` s, never
 exceptions.
 
@@ -18,11 +18,18 @@ that takes the request and gives no answer in time raises
 :class:`~planner_runtime.planners.PlannerTimeout` (a ``timeout`` step). Other 4xx answers raise
 :class:`~planner_runtime.errors.PlannerError` with the status and the server's message: they are
 configuration faults that retrying cannot mend.
+
+With ``token_records=True`` each request also asks for ``"logprobs": true`` and vLLM's
+``"return_token_ids": true``, and the answer's token ids, logprobs and sampled mask fill
+``PlannerOutput.tokens`` (:mod:`.tokens`). It is off by default: many servers refuse fields
+they do not know. A server that sends no records, or records that do not add up, costs the
+turn nothing but its record; the reason is logged once per faulty field.
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
 import math
 import random
 import re
@@ -37,6 +44,7 @@ from planner_runtime.deadline import seconds_left
 from planner_runtime.errors import ConfigError, PlannerError
 from planner_runtime.planners import PlannerContextExceeded, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
 from planner_runtime.planners.openai.answer import read_body
+from planner_runtime.planners.openai.tokens import TokenReading
 from planner_runtime.planners.toolcalls import UnreadableJson, clean_text, loads
 from planner_runtime.planners.openai.wire import messages_to_openai, tools_to_openai
 
@@ -48,14 +56,16 @@ _CONTEXT_FULL = re.compile(r"context[_ ]length|maximum context|context size|mode
 _RETRY_ERRORS = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.DecodingError)
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a 2xx answer past this is cut off and read as a runaway reply
 _ERROR_BODY_BYTES = 64 * 1024
+log = logging.getLogger(__name__)
 
 
 class OpenAIPlanner:
     """A planner behind an OpenAI-compatible HTTP endpoint.
 
     ``tool_choice`` is sent with every request that offers tools: ``"auto"``, ``"required"``,
-    ``"none"`` or a tool name (which forces that tool). ``transport`` swaps httpx's transport
-    (tests). Nothing connects until the first :meth:`plan`.
+    ``"none"`` or a tool name (which forces that tool). ``token_records`` asks for token ids and
+    logprobs (see the module docstring). ``transport`` swaps httpx's transport (tests). Nothing
+    connects until the first :meth:`plan`.
     """
 
     name = "openai"
@@ -73,6 +83,7 @@ class OpenAIPlanner:
         tool_choice: str = "auto",
         max_new_tokens: int = 256,
         extra_body: dict[str, Any] | None = None,
+        token_records: bool = False,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
@@ -89,6 +100,8 @@ class OpenAIPlanner:
         self.tool_choice = tool_choice
         self.max_new_tokens = max_new_tokens
         self.extra_body = dict(extra_body or {})
+        self.token_records = token_records
+        self._token_problems: set[str] = set()  # fields whose fault was logged, so a server's habit is said once
         self._transport = transport
         self._client: httpx.Client | None = None
         self._random = random.Random()
@@ -129,6 +142,9 @@ class OpenAIPlanner:
             body["tools"] = tools_to_openai(tools)
             choice = self.tool_choice
             body["tool_choice"] = choice if choice in ("auto", "required", "none") else {"type": "function", "function": {"name": choice}}
+        if self.token_records:
+            body["logprobs"] = True
+            body["return_token_ids"] = True
         return {**body, **self.extra_body}
 
     def plan(
@@ -137,8 +153,14 @@ class OpenAIPlanner:
         sampling = sampling or Sampling(max_new_tokens=self.max_new_tokens)
         started = time.perf_counter()
         raw = self._post("/chat/completions", self.request_body(messages, tools, sampling))
-        out = read_body(raw, limit=MAX_BODY_BYTES, server=self.base_url)
+        tokenizer = f"openai:{self.model}" if self.token_records else None  # the ids are the served model's
+        out = read_body(raw, limit=MAX_BODY_BYTES, server=self.base_url, tokenizer=tokenizer, on_token_problem=self._token_problem)
         return out.model_copy(update={"timings": {**out.timings, "request_s": time.perf_counter() - started}})
+
+    def _token_problem(self, reading: TokenReading) -> None:
+        if reading.field not in self._token_problems:  # one line per faulty field, not one per turn
+            self._token_problems.add(reading.field)
+            log.warning("%s: turns are kept without token records: %s", self.base_url, reading.problem)
 
     def _post(self, path: str, body: dict[str, Any]) -> bytes:
         """The body of a 2xx answer (at most ``MAX_BODY_BYTES`` + 1 bytes of it)."""

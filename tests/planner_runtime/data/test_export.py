@@ -4,12 +4,14 @@ and TRL's SFTTrainer trains on the file as written."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from planner_runtime.contract import Source
-from planner_runtime.data.export import export_sft
-from planner_runtime.planners.chat_template import render_chat
+from planner_runtime.contract import DeviceRef, Feedback, FeedbackStatus, Message, Role, Source, Step, ToolCall, Trajectory
+from planner_runtime.data.export import export_sft, sft_rows
+from planner_runtime.planners.chat_template import IM_END, render_chat, render_conversation
+from planner_runtime.planners.local import model_store
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite
@@ -50,6 +52,60 @@ def test_only_ok_turns_of_verified_successes_become_completions(exported):
     assert '"hour": "7"' in prompt[-2]["content"] and "invalid_arguments" in prompt[-1]["content"]
     assert prompt[-1]["content"].startswith("<tool_response>")
     assert "<tools>" in prompt[0]["content"] and "set_alarm" in prompt[0]["content"]
+
+
+@pytest.fixture(scope="module")
+def local_planner():
+    """The local planner with the embedded model, for its own encode path (the tokenizer is what matters)."""
+    if not (model_store.packaged_gguf() or os.environ.get(model_store.ENV_GGUF)):
+        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
+    from planner_runtime.planners.local.planner import LocalPlanner
+
+    planner = LocalPlanner(max_new_tokens=24).load()
+    yield planner
+    planner.close()
+
+
+def test_every_row_tokenizes_to_exactly_what_the_local_planner_read_and_would_write(exported, local_planner):
+    """TRL's tokenization of each exported row (the model's chat template over prompt and prompt +
+    completion) is, token for token, the ids the local planner feeds the model for that turn
+    (``encode``: prompt, then the prefill it forces) followed by the rest of the answer and the
+    end of the turn, on every turn of a multi-turn episode."""
+    runs, out, _ = exported
+    tok, trajectory = local_planner.tokenizer, runs[0]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and len(trajectory.steps) == 3  # two kept turns; the first (masked) stays in their prompts
+    for row in rows:
+        step = trajectory.steps[row["step"]]
+        prompt_ids, prefill, prefill_ids = local_planner.encode(step.messages, trajectory.tools, 24)
+        assert prefill and step.raw_output.startswith(prefill)
+        written = prefill_ids + tok(step.raw_output[len(prefill):], add_special_tokens=False).input_ids
+        end = tok(f"{IM_END}\n", add_special_tokens=False).input_ids
+        trl_prompt = tok.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"]
+        trl_full = tok.apply_chat_template(row["prompt"] + row["completion"], tokenize=True, return_dict=True)["input_ids"]
+        assert trl_prompt == prompt_ids
+        assert trl_full == prompt_ids + written + end
+        assert tok.decode(trl_full) == render_conversation(step.messages, trajectory.tools, step.raw_output)
+
+
+def test_a_user_turn_that_quotes_a_tool_response_is_not_merged_with_the_results_after_it():
+    """The export used to fold a tool result into any user turn ending in ``</tool_response>``;
+    the planner never did, so the row's prompt was not what the model read."""
+    messages = (
+        Message(role=Role.system, content="You operate a phone."),
+        Message(role=Role.user, content="Repeat this: <tool_response>\nhi\n</tool_response>"),
+        Message(role=Role.tool, content='{"ok": true}', tool_call_id="c1"),
+        Message(role=Role.tool, content='{"ok": false}', tool_call_id="c2"),
+    )
+    call = ToolCall(name="finish", arguments={"answer": "hi"})
+    step = Step(index=0, messages=messages, raw_output='<tool_call>\n{"name": "finish"}\n</tool_call>', tool_call=call,
+                feedback=Feedback(call_id=call.call_id, status=FeedbackStatus.ok))
+    trajectory = Trajectory(id="t", goal="g", source=Source.sandbox, device=DeviceRef(serial="s"), planner="p",
+                            planner_release="r", harness_release="h", steps=(step,))
+    (row,) = sft_rows(trajectory)
+    assert [t["role"] for t in row["prompt"]] == ["system", "user", "user"]
+    rendered = "".join(f"<|im_start|>{t['role']}\n{t['content']}<|im_end|>\n" for t in row["prompt"]) + "<|im_start|>assistant\n"
+    assert rendered == render_chat(messages, ())
 
 
 def test_include_failed_exports_their_ok_turns_too(exported, store, tmp_path):

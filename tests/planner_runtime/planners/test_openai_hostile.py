@@ -95,20 +95,28 @@ _answer = st.fixed_dictionaries({}, optional={
     "usage": _json | st.fixed_dictionaries({}, optional={"prompt_tokens": _json, "completion_tokens": _json}),
 })
 
-_shaped = st.builds(  # answers shaped as the API's, so hostile arguments reach the reader often
-    lambda calls, content: {"choices": [{"message": {"content": content, "tool_calls": calls}}]},
+_ids = st.lists(st.integers(-2, 2**33) | _json, max_size=4) | _json
+_shaped = st.builds(  # answers shaped as the API's, so hostile arguments and token records reach the reader often
+    lambda calls, content, ids, prompt, logprobs, mask: {"choices": [{
+        "message": {"content": content, "tool_calls": calls}, "token_ids": ids, "prompt_token_ids": prompt,
+        "logprobs": {"content": [{"logprob": lp} for lp in logprobs]} if isinstance(logprobs, list) else logprobs,
+        "sampled_mask": mask}]},
     st.lists(st.fixed_dictionaries({"id": _json, "function": st.fixed_dictionaries(
         {"name": st.sampled_from(["set_alarm", "\ud800", "x" * 200]), "arguments": _args})}), min_size=1, max_size=3),
-    _json,
+    _json, _ids, _ids, st.lists(st.floats() | _json, max_size=4) | _json, st.lists(st.booleans() | _json, max_size=4) | _json,
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(_answer | _shaped | _json)
 def test_fuzz_any_answer_even_with_nan_and_surrogates_reads_into_an_output_a_store_can_hold(body):
-    out = read_answer(body)
+    out = read_answer(body, tokenizer="t")
     out.to_json()  # what the store does with every step: raises on NaN turned null, or a surrogate
     assert out.tool_calls or out.errors or out.text is not None
     for call in out.tool_calls:
         assert json.loads(json.dumps(call.arguments, allow_nan=False)) == call.arguments
     assert out.usage.prompt_tokens >= 0 and out.usage.completion_tokens >= 0
+    if out.tokens is not None:  # a record is whole: one logprob and one mask entry (when given) per completion id
+        assert all(isinstance(i, int) and i >= 0 for i in out.tokens.prompt_ids + out.tokens.completion_ids)
+        assert len(out.tokens.logprobs) in (0, len(out.tokens.completion_ids))
+        assert len(out.tokens.sampled) in (0, len(out.tokens.completion_ids))
