@@ -17,9 +17,9 @@ from pydantic import Field
 from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from device_farm.hierarchy import Element
-from planner_runtime.harness.apps import app_named
 from planner_runtime.contract import ErrorCode
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.apps import app_named
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
 
 APP = app_named("Calendar")

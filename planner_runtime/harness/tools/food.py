@@ -11,7 +11,7 @@ from device_farm.hierarchy import Screen
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.storefront import (
     by_id, find_in_list, has, money_value, open_screen, pick, read_list, settle, tap, tap_id, type_into,
 )

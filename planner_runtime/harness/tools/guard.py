@@ -1,5 +1,5 @@
-"""The device as tools see it: every touch, key press and shell command a tool sends passes the
-safety gate first, judged by its effect (:mod:`planner_runtime.harness.effects`).
+"""The device as tools see it: every touch, key press, shell command and file push a tool sends
+passes the safety gate first, judged by its effect (:mod:`planner_runtime.harness.effects`).
 
 :meth:`ToolSet.execute` opens a scope for each call, naming the tool and the category its own
 declaration was allowed for: ``set_location``, once allowed, may tap the Location switch; a
@@ -17,7 +17,7 @@ from typing import Any, Iterator, Protocol, Sequence
 from device_farm import Device, DeviceInfo, ShellResult
 from device_farm.android import foreground
 from device_farm.hierarchy import Screen
-from planner_runtime.harness.effects import TAP_SLOP, Effect, command_effect, submit_effect, touch_effect
+from planner_runtime.harness.effects import TAP_SLOP, Effect, command_effect, push_effect, submit_effect, touch_effect
 from planner_runtime.harness.safety import SafetyGate, Sensitivity
 from planner_runtime.harness.tools.errors import Blocked
 
@@ -122,6 +122,11 @@ class GuardedDevice:
         elif key in ("call", "KEYCODE_CALL", "5") and self._scopes:
             self._check(command_effect(["input", "keyevent", "CALL"]))
         self.inner.press(key)
+
+    def push(self, data: bytes, path: str, mode: int = 0o644) -> None:
+        if self._scopes:
+            self._check(push_effect(path, lambda: self.inner.shell(["ls", "-d", path]).ok))
+        self.inner.push(data, path, mode)
 
     def shell(self, command: str | Sequence[str], *, timeout: float = 20.0) -> ShellResult:
         if self._scopes:

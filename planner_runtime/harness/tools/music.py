@@ -12,9 +12,9 @@ from pydantic import Field
 
 from device_farm.android import Intent, launch_app, start_activity
 from device_farm.errors import ShellCommandError
-from planner_runtime.harness.apps import app_named
 from planner_runtime.contract import ErrorCode
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.apps import app_named
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
 
 APP = app_named("YouTube Music")

@@ -14,9 +14,9 @@ from device_farm.errors import ShellCommandError
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.provider import sql_text
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
+from planner_runtime.harness.tools.provider import sql_text
 
 APP = app_named("Keep Notes")
 

@@ -12,7 +12,7 @@ from device_farm.hierarchy import Screen
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.messaging import canonical_number, strip_text
 from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, read_list, settle, tap, type_into
 

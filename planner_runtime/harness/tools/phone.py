@@ -18,7 +18,7 @@ from device_farm.errors import ShellCommandError
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.messaging import canonical_number, number_for, strip_text
 from planner_runtime.harness.tools.provider import page
 

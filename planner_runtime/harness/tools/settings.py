@@ -19,7 +19,7 @@ from device_farm.hierarchy import Element, Screen
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.apps import app_named, resolve_package
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
 
 APP = app_named("Settings")

@@ -13,7 +13,7 @@ from device_farm.android import Intent
 from device_farm.hierarchy import Screen
 from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import AppTool, Tool, ToolArgs, ToolContext, ToolResult
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolResult
 from planner_runtime.harness.tools.storefront import (
     by_id, find_in_list, has, money_value, open_screen, read_list, settle, tap, tap_id,
 )
