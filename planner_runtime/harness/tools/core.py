@@ -1,7 +1,8 @@
-"""The core tools every episode offers whatever the phone: ``wait``, ``ask_user`` and ``finish``.
+"""The core tools, for any phone whatever its apps: ``wait``, ``ask_user`` and ``finish``.
 
-``ask_user`` puts a question to the person the planner works for; where the answer comes from
-(a terminal, scripted answers, a task's, nobody) is the caller's :data:`~planner_runtime.harness.tools.user.Answerer`.
+``wait`` and ``finish`` are in every default tool set (:mod:`.registry`). ``ask_user`` puts a
+question to the person the planner works for; the run adds it with where the answers come from
+(a terminal, scripted answers, a task's, nobody: an :data:`~planner_runtime.harness.tools.user.Answerer`).
 Every question and answer stays in the trajectory as the step's call and feedback, so a verifier
 can check that the user was asked before something was done. ``finish`` ends the episode.
 """

@@ -2,9 +2,9 @@
 
 Every episode reads the whole app catalogue (:mod:`planner_runtime.harness.apps`, plain data)
 but offers the tools of only the apps its phone has, so a tool set is built from the modules of
-those apps: the others are never imported. :func:`all_tools` imports every module, for listing
-every spec the planner can be offered. The order here is the order tools are offered in, so the
-same goal on the same phone always gets the same prompt.
+those apps: the others are never imported. ``default_tools()`` with no apps named imports every
+module, for listing every spec the planner can be offered. The order here is the order tools are
+offered in, so the same goal on the same phone always gets the same prompt.
 """
 
 from __future__ import annotations
@@ -65,8 +65,3 @@ def default_tools(apps: Iterable[str] | None = None) -> ToolSet:
     tools: list[Tool] = [cls() for cls in GUI_TOOLS] + [Wait()]
     tools += [cls() for app in chosen for cls in app_tool_classes(app)]
     return ToolSet(tools + [Finish()])
-
-
-def all_tools() -> ToolSet:
-    """Every app's tools and the general ones: what any phone could be offered by default."""
-    return default_tools(None)

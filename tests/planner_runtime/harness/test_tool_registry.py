@@ -24,7 +24,7 @@ from planner_runtime.harness.tools import AppTool, ToolContext, ToolResult, Tool
 from planner_runtime.harness.tools.clock import SetAlarm
 from planner_runtime.harness.tools.core import AskUser
 from planner_runtime.harness.tools.memory import Recall, Remember
-from planner_runtime.harness.tools.registry import APP_MODULES, PACKAGE, all_tools, app_tool_classes, default_tools
+from planner_runtime.harness.tools.registry import APP_MODULES, PACKAGE, app_tool_classes, default_tools
 from planner_runtime.harness.tools.screenshot import Screenshot
 
 SPECS = Path(__file__).with_name("tool_specs.json")
@@ -33,7 +33,7 @@ TOOLS_DIR = Path(importlib.import_module(PACKAGE).__file__).parent
 
 def test_the_planner_sees_the_same_tools_descriptions_and_schemas():
     expected = json.loads(SPECS.read_text(encoding="utf-8"))
-    assert [s.model_dump(mode="json") for s in all_tools().specs()] == expected["default"]
+    assert [s.model_dump(mode="json") for s in default_tools().specs()] == expected["default"]
     per_episode = [cls.__new__(cls) for cls in (AskUser, Screenshot, Remember, Recall)]  # a spec is the class's
     assert [t.spec().model_dump(mode="json") for t in per_episode] == expected["per_episode"]
 
