@@ -1,8 +1,12 @@
-"""Catalogue of apps the harness knows by name, with the packages that provide them.
+"""Catalogue of apps the harness knows by name, with the packages that provide them: the one list
+of apps in the runtime (tools, skills, memory and ``open_app`` all read it).
 
 Phones differ: the clock is ``com.google.android.deskclock`` on Pixels and
 ``com.sec.android.app.clockpackage`` on Samsung. A tool asks for an app by its plain name and the
-catalogue picks whichever package the device has installed.
+catalogue picks whichever package the device has installed. The records are plain data, cheap to
+load, because every episode needs them all (to see which apps a phone has, to rank skills);
+each app's tools live in its own module under :mod:`planner_runtime.harness.tools`, imported
+only for the apps in play (:mod:`planner_runtime.harness.tools.registry`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ APPS: tuple[App, ...] = (
     App("YouTube Music", ("com.google.android.apps.youtube.music", "com.spotify.music"), ("music", "youtube music", "songs", "player"), "play song playlist album artist pause"),
     App("Files", ("com.google.android.apps.nbu.files", "com.android.documentsui", "com.sec.android.app.myfiles"), ("files by google", "file manager", "my files", "downloads"), "file folder download photo document pdf"),
 )
+
+
+def app_named(name: str) -> App:
+    """The record of the app called exactly ``name`` (an app module's own, so a typo fails at import)."""
+    for app in APPS:
+        if app.name == name:
+            return app
+    raise LookupError(f"no app named {name!r} in the catalogue; known: {', '.join(a.name for a in APPS)}")
 
 
 def find_app(name: str) -> App | None:

@@ -216,6 +216,13 @@ def submit_effect(screen: Screen, field_id: str | None) -> Effect | None:
     return app.submits.get(focused)
 
 
+def push_effect(path: str, exists: Callable[[], bool]) -> Effect | None:
+    """The sensitive effect of writing a file to ``path`` (adb's push): replacing a file that is
+    there loses what it held, as ``rm`` would; a new file changes nothing anyone had.
+    ``exists`` says whether ``path`` is there now."""
+    return Effect(Sensitivity.delete, f"overwrite {path}") if exists() else None
+
+
 def intent_effect(action: str | None) -> Effect | None:
     return INTENTS.get(action or "")
 

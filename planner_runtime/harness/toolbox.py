@@ -17,37 +17,24 @@ from planner_runtime.harness.relevance import scores
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
-from planner_runtime.harness.tools.apps import AddContact, DeleteContact, Finish, SetAlarm
 from planner_runtime.harness.tools.composite import CompositeTool
-from planner_runtime.harness.tools.gui import Back, Home, LongPress, OpenApp, ReadScreen, Scroll, Swipe, Tap, TypeText, Wait
-from planner_runtime.harness.tools.calendar import CreateEvent, ListEvents
-from planner_runtime.harness.tools.email import SendEmail
-from planner_runtime.harness.tools.phone import Call, RecentCalls
-from planner_runtime.harness.tools.files import DeleteFile, ListFiles, ReadTextFile
-from planner_runtime.harness.tools.maps import NavigateTo, SavedPlaces, SavePlace, SearchPlace
-from planner_runtime.harness.tools.music import NowPlaying, PauseMusic, PlayMusic
-from planner_runtime.harness.tools.notes import CreateNote, DeleteNote, SearchNotes
-from planner_runtime.harness.tools.settings import SetAppPermission, SetBrightness, SetLocation, SetScreenLock, ToggleSetting
-from planner_runtime.harness.tools.messaging import ReadMessages, SendMessage
-from planner_runtime.harness.tools.shopping import BuyProduct, SearchProducts
-from planner_runtime.harness.tools.food import FindRestaurants, OrderFood
-from planner_runtime.harness.tools.travel import BookHotel, SearchHotels
-from planner_runtime.harness.tools.payments import PaymentActivity, SendMoney
+from planner_runtime.harness.tools.registry import default_tools
 
 MAX_APPS = 4  # app domains offered to one goal
 
 
 def default_toolset() -> ToolSet:
-    return ToolSet([OpenApp(), ReadScreen(), Tap(), LongPress(), TypeText(), Scroll(), Swipe(), Back(), Home(), Wait(), SetAlarm(), AddContact(), DeleteContact(), ToggleSetting(), SetLocation(), SetScreenLock(), SetBrightness(), SetAppPermission(), CreateNote(), SearchNotes(), DeleteNote(), ListFiles(), ReadTextFile(), DeleteFile(), SearchPlace(), NavigateTo(), SavePlace(), SavedPlaces(), PlayMusic(), PauseMusic(), NowPlaying(), SendMessage(), ReadMessages(), SearchProducts(), BuyProduct(), FindRestaurants(), OrderFood(), SearchHotels(), BookHotel(), PaymentActivity(), SendMoney(), Call(), RecentCalls(), SendEmail(), CreateEvent(), ListEvents(), Finish()])
+    """Every default tool, of every app in the catalogue (imports every app's tool module)."""
+    return default_tools()
 
 
 def episode_tool_names() -> set[str]:
     """Every tool an episode can offer: the default list plus the per-episode ones (user,
     screenshot, memory, sub-agents), which need a user, a profile or a planner to exist."""
     from planner_runtime.harness.subagents import Delegate
+    from planner_runtime.harness.tools.core import AskUser
     from planner_runtime.harness.tools.memory import Recall, Remember
     from planner_runtime.harness.tools.screenshot import Screenshot
-    from planner_runtime.harness.tools.user import AskUser
 
     return set(default_toolset().names()) | {t.name for t in (AskUser, Screenshot, Remember, Recall, Delegate)}
 
@@ -72,7 +59,8 @@ def usable(tools: ToolSet, apps: Sequence[str]) -> ToolSet:
 
 def device_tools(ctx: ToolContext) -> ToolSet:
     """The default tools that work on ``ctx``'s phone: general ones and those of its installed apps."""
-    return usable(default_toolset(), installed_apps(ctx.installed()))
+    apps = installed_apps(ctx.installed())
+    return usable(default_tools(apps), apps)
 
 
 def _app_doc(app: str, tools: list[Tool]) -> list[tuple[str, float]]:
@@ -129,7 +117,7 @@ def toolset_for(
     ``gate``, sensitive actions are denied."""
     ctx = ToolContext(device=device, gate=gate or SafetyGate())
     apps = installed_apps(ctx.installed())
-    pool = usable(default_toolset(), apps)
+    pool = usable(default_tools(apps), apps)
     chosen = select(load_skills() if skills is None else skills, goal, tools=pool.names(), apps=apps)
     if narrow:
         pool = for_goal(pool, goal, keep={t for s in chosen for t in s.referenced_tools()})

@@ -30,9 +30,10 @@ from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
 from planner_runtime.harness.subagents import Lineage, with_delegate
 from planner_runtime.harness.toolbox import toolset_for
+from planner_runtime.harness.tools.core import AskUser
 from planner_runtime.harness.tools.memory import memory_tools
 from planner_runtime.harness.tools.screenshot import Screenshot
-from planner_runtime.harness.tools.user import Answerer, AskUser, ScriptedAnswers, chain
+from planner_runtime.harness.tools.user import Answerer, ScriptedAnswers, chain
 from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed, seeds_memory
 from planner_runtime.tasks.spec import TaskSpec

@@ -18,9 +18,11 @@ from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from device_farm.hierarchy import Element
 from planner_runtime.contract import ErrorCode
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.apps import app_named
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
+
+APP = app_named("Calendar")
 
 INSERT = "android.intent.action.INSERT"
 EVENT_DIR_TYPE = "vnd.android.cursor.dir/event"
@@ -55,14 +57,13 @@ class CreateEventArgs(ToolArgs):
     location: str = Field(default="", description="Optional place")
 
 
-class CreateEvent(Tool):
+class CreateEvent(AppTool):
     name = "create_event"
-    app = "Calendar"
+    app = APP.name
     description = "Add an event to the Calendar app with a title, start and end time (and optionally a place)."
     Args = CreateEventArgs
 
-    def run(self, ctx: ToolContext, args: CreateEventArgs) -> ToolResult:
-        _require_app(ctx, "Calendar")
+    def act(self, ctx: ToolContext, args: CreateEventArgs, package: str) -> ToolResult:
         zone = phone_zone(ctx)
         begin, end = to_millis(args.start, zone), to_millis(args.end, zone)
         if end < begin:
@@ -87,14 +88,13 @@ class ListEventsArgs(ToolArgs):
     date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="The day, YYYY-MM-DD")
 
 
-class ListEvents(Tool):
+class ListEvents(AppTool):
     name = "list_events"
-    app = "Calendar"
+    app = APP.name
     description = "List the Calendar's events on one day: title, start, end, place."
     Args = ListEventsArgs
 
-    def run(self, ctx: ToolContext, args: ListEventsArgs) -> ToolResult:
-        _require_app(ctx, "Calendar")
+    def act(self, ctx: ToolContext, args: ListEventsArgs, package: str) -> ToolResult:
         zone = phone_zone(ctx)
         day = to_millis(args.date + " 00:00", zone)
         next_day = int((datetime.fromtimestamp(day / 1000, zone) + timedelta(days=1)).timestamp() * 1000)
@@ -106,3 +106,6 @@ class ListEvents(Tool):
 
         return ToolResult(result=[{"title": r.get("title"), "start": local(r.get("dtstart")), "end": local(r.get("dtend")),
                                    "location": r.get("eventLocation") or ""} for r in rows])
+
+
+TOOLS = (CreateEvent, ListEvents)

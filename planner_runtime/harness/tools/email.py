@@ -15,11 +15,14 @@ from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from device_farm.hierarchy import Element
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app, _sql_text
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
 from planner_runtime.harness.tools.messaging import strip_text
+from planner_runtime.harness.tools.provider import sql_text
+
+APP = app_named("Gmail")
 
 SENDTO = "android.intent.action.SENDTO"
 EMAILS_URI = "content://com.android.contacts/data/emails"
@@ -29,7 +32,7 @@ def address_for(ctx: ToolContext, to: str) -> str:
     """``to`` when it is an address, else the saved email of the contact named ``to``."""
     if "@" in to:
         return to.strip()
-    rows = content_query(ctx.device, EMAILS_URI, projection=["display_name", "data1"], where=f"display_name={_sql_text(to.strip())}")
+    rows = content_query(ctx.device, EMAILS_URI, projection=["display_name", "data1"], where=f"display_name={sql_text(to.strip())}")
     if not rows or not rows[0].get("data1"):
         raise ToolFailure(ErrorCode.element_not_found, f"no saved contact named {to!r} with an email address; give the address")
     return str(rows[0]["data1"])
@@ -50,9 +53,9 @@ class SendEmailArgs(ToolArgs):
         return strip_text(value)
 
 
-class SendEmail(Tool):
+class SendEmail(AppTool):
     name = "send_email"
-    app = "Gmail"
+    app = APP.name
     description = "Send an email with a subject and text (asks the user first)."
     Args = SendEmailArgs
     sensitive = Sensitivity.send
@@ -61,8 +64,7 @@ class SendEmail(Tool):
         # addresses are compared as mail servers treat them in practice: case does not matter
         return {"to": address_for(ctx, args.to).lower(), "subject": args.subject, "body": args.body}
 
-    def run(self, ctx: ToolContext, args: SendEmailArgs) -> ToolResult:
-        _require_app(ctx, "Gmail")
+    def act(self, ctx: ToolContext, args: SendEmailArgs, package: str) -> ToolResult:
         address = address_for(ctx, args.to)
         extras = {"android.intent.extra.SUBJECT": args.subject, "android.intent.extra.TEXT": args.body}
         try:
@@ -76,3 +78,6 @@ class SendEmail(Tool):
         ctx.device.click(*send.bounds.center)
         ctx.observe()
         return ToolResult(result={"sent_to": address, "subject": args.subject}, observe=True)
+
+
+TOOLS = (SendEmail,)

@@ -10,9 +10,12 @@ import posixpath
 from pydantic import Field
 
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.paging import page, text_page
+from planner_runtime.harness.tools.provider import page, text_page
+
+APP = app_named("Files")
 
 LIST_PAGE = 100  # entries per list_files call
 READ_PAGE = 4000  # characters per read_text_file call, at most
@@ -45,7 +48,7 @@ class ListFilesArgs(ToolArgs):
 
 class ListFiles(Tool):
     name = "list_files"
-    app = "Files"
+    app = APP.name
     needs_app = False  # works over the shell without a file manager
     description = "List the files and folders in a folder of the phone's storage, with sizes and dates."
     Args = ListFilesArgs
@@ -73,7 +76,7 @@ class ReadTextFileArgs(ToolArgs):
 
 class ReadTextFile(Tool):
     name = "read_text_file"
-    app = "Files"
+    app = APP.name
     needs_app = False  # works over the shell without a file manager
     description = "Read a text file from the phone's storage, up to 4,000 characters per call (offset reads on); says its size."
     Args = ReadTextFileArgs
@@ -92,7 +95,7 @@ class DeleteFileArgs(ToolArgs):
 
 class DeleteFile(Tool):
     name = "delete_file"
-    app = "Files"
+    app = APP.name
     needs_app = False  # works over the shell without a file manager
     description = "Delete one file from the phone's storage for good (asks the user first)."
     Args = DeleteFileArgs
@@ -106,3 +109,6 @@ class DeleteFile(Tool):
         if not result.ok:
             raise ToolFailure(ErrorCode.element_not_found, f"could not delete {path}: {result.output.strip()[:200]}")
         return ToolResult(result={"deleted": path})
+
+
+TOOLS = (ListFiles, ReadTextFile, DeleteFile)

@@ -9,21 +9,22 @@ from pydantic import Field
 from device_farm.android import Intent
 from device_farm.hierarchy import Screen
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.storefront import (
     by_id, find_in_list, has, money_value, open_screen, pick, read_list, settle, tap, tap_id, type_into,
 )
 
-APP = "DoorDash"
+APP = app_named("Food delivery")
+
+BRAND = "DoorDash"  # the name the app shows, for hints
 
 
-def _stores(ctx: ToolContext, query: str) -> Screen:
-    package = _require_app(ctx, "Food delivery")
+def _stores(ctx: ToolContext, package: str, query: str) -> Screen:
     main = Intent(action="android.intent.action.MAIN", categories=("android.intent.category.LAUNCHER",),
                   component=f"{package}/com.doordash.consumer.ui.MainActivity")
-    screen = open_screen(ctx, main, APP, has("search_bar"))
+    screen = open_screen(ctx, main, BRAND, has("search_bar"))
     return type_into(ctx, screen, by_id(screen, "search_bar")[0], query)
 
 
@@ -31,14 +32,14 @@ class FindRestaurantsArgs(ToolArgs):
     query: str = Field(default="", description="A restaurant name or cuisine, e.g. 'thai'; empty lists every store")
 
 
-class FindRestaurants(Tool):
+class FindRestaurants(AppTool):
     name = "find_restaurants"
-    app = "Food delivery"
+    app = APP.name
     description = "Search DoorDash for restaurants by name or cuisine; returns name and details (cuisine, rating, minutes, delivery fee)."
     Args = FindRestaurantsArgs
 
-    def run(self, ctx: ToolContext, args: FindRestaurantsArgs) -> ToolResult:
-        read = read_list(ctx, _stores(ctx, args.query), "store_name", ("store_info",))
+    def act(self, ctx: ToolContext, args: FindRestaurantsArgs, package: str) -> ToolResult:
+        read = read_list(ctx, _stores(ctx, package, args.query), "store_name", ("store_info",))
         result: dict[str, object] = {"query": args.query,
                                      "restaurants": [{"name": r["store_name"].text, "details": r["store_info"].text} for r in read.rows]}
         if (more := read.more("restaurants")) is not None:
@@ -51,17 +52,17 @@ class OrderFoodArgs(ToolArgs):
     items: list[str] = Field(min_length=1, max_length=10, description="Dish names from its menu; repeat a dish to order it twice")
 
 
-class OrderFood(Tool):
+class OrderFood(AppTool):
     name = "order_food"
-    app = "Food delivery"
+    app = APP.name
     description = "Order dishes from one restaurant on DoorDash for delivery and pay for them (Place Order)."
     Args = OrderFoodArgs
     sensitive = Sensitivity.purchase
 
-    def run(self, ctx: ToolContext, args: OrderFoodArgs) -> ToolResult:
-        store, _ = find_in_list(ctx, _stores(ctx, args.restaurant), "store_name", args.restaurant, "restaurant")
+    def act(self, ctx: ToolContext, args: OrderFoodArgs, package: str) -> ToolResult:
+        store, _ = find_in_list(ctx, _stores(ctx, package, args.restaurant), "store_name", args.restaurant, "restaurant")
         tap(ctx, store)
-        screen = settle(ctx, APP, has("item_name"))
+        screen = settle(ctx, BRAND, has("item_name"))
         for dish in args.items:
             names = by_id(screen, "item_name")
             row = pick(names, dish, f"dish on {args.restaurant}'s menu")
@@ -70,11 +71,14 @@ class OrderFood(Tool):
             tap(ctx, add)
             screen = ctx.observe()
         tap_id(ctx, screen, "view_cart_button", "View cart button")
-        screen = settle(ctx, APP, has("place_order_button"))
+        screen = settle(ctx, BRAND, has("place_order_button"))
         total = by_id(screen, "order_total")
         tap_id(ctx, screen, "place_order_button", "Place Order button")
-        screen = settle(ctx, APP, lambda s: has("order_status_title")(s) or has("place_order_button")(s))
+        screen = settle(ctx, BRAND, lambda s: has("order_status_title")(s) or has("place_order_button")(s))
         if not by_id(screen, "order_status_title"):
             raise ToolFailure(ErrorCode.action_failed, "DoorDash did not confirm the order")
         return ToolResult(result={"restaurant": args.restaurant, "items": args.items,
                                   "total": money_value(total[0].text) if total else None}, observe=True)
+
+
+TOOLS = (FindRestaurants, OrderFood)

@@ -1,5 +1,5 @@
-"""The device as tools see it: every touch, key press and shell command a tool sends passes the
-safety gate first, judged by its effect (:mod:`planner_runtime.harness.effects`).
+"""The device as tools see it: every touch, key press, shell command and file push a tool sends
+passes the safety gate first, judged by its effect (:mod:`planner_runtime.harness.effects`).
 
 :meth:`ToolSet.execute` opens a scope for each call, naming the tool and the category its own
 declaration was allowed for: ``set_location``, once allowed, may tap the Location switch; a
@@ -12,17 +12,26 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from device_farm import Device, DeviceInfo, ShellResult
 from device_farm.android import foreground
-from planner_runtime.harness.effects import TAP_SLOP, Effect, command_effect, submit_effect, touch_effect
-from planner_runtime.harness.safety import Sensitivity
-
-if TYPE_CHECKING:
-    from planner_runtime.harness.tools import ToolContext
+from device_farm.hierarchy import Screen
+from planner_runtime.harness.effects import TAP_SLOP, Effect, command_effect, push_effect, submit_effect, touch_effect
+from planner_runtime.harness.safety import SafetyGate, Sensitivity
+from planner_runtime.harness.tools.errors import Blocked
 
 _ENTER = ("enter", "KEYCODE_ENTER", "66", "ENTER")
+
+
+class Judged(Protocol):
+    """What the guard judges an effect by: the episode's gate and the screen the tool acts on
+    (a :class:`~planner_runtime.harness.tools.ToolContext`)."""
+
+    gate: SafetyGate
+    screen: Screen | None
+
+    def observe(self) -> Screen: ...
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,7 @@ class Scope:
 class GuardedDevice:
     """A :class:`~device_farm.Device` whose actions meet the gate inside a tool call."""
 
-    def __init__(self, device: Device, ctx: "ToolContext") -> None:
+    def __init__(self, device: Device, ctx: Judged) -> None:
         self.inner, self._ctx = device, ctx
         self._scopes: list[Scope] = []
         self._typed: str | None = None  # the resource-id last typed into, for Enter
@@ -58,8 +67,6 @@ class GuardedDevice:
         scope = self._scopes[-1]
         if effect.category is scope.granted:
             return  # the tool's own declaration was asked about and allowed
-        from planner_runtime.harness.tools import Blocked
-
         decision = self._ctx.gate.decide(scope.tool, effect.category, {**scope.arguments, "effect": effect.what}, effect.what)
         if not decision.allowed:
             raise Blocked(f"{scope.tool} would {effect.category.value}: {effect.what}; not done: {decision.reason}")
@@ -115,6 +122,11 @@ class GuardedDevice:
         elif key in ("call", "KEYCODE_CALL", "5") and self._scopes:
             self._check(command_effect(["input", "keyevent", "CALL"]))
         self.inner.press(key)
+
+    def push(self, data: bytes, path: str, mode: int = 0o644) -> None:
+        if self._scopes:
+            self._check(push_effect(path, lambda: self.inner.shell(["ls", "-d", path]).ok))
+        self.inner.push(data, path, mode)
 
     def shell(self, command: str | Sequence[str], *, timeout: float = 20.0) -> ShellResult:
         if self._scopes:

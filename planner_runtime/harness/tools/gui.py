@@ -207,16 +207,4 @@ class Swipe(Tool):
         return ToolResult(result={"swiped": args.direction}, observe=True)
 
 
-class WaitArgs(ToolArgs):
-    seconds: float = Field(ge=0.1, le=10, description="How long to wait for the screen to settle, in seconds")
-
-
-class Wait(Tool):
-    name = "wait"
-    description = "Wait for something to load, then look at the screen again."
-    Args = WaitArgs
-
-    def run(self, ctx: ToolContext, args: WaitArgs) -> ToolResult:
-        time.sleep(args.seconds)
-        ctx.observe()
-        return ToolResult(result={"waited_s": args.seconds}, observe=True)
+TOOLS = (OpenApp, ReadScreen, Tap, LongPress, TypeText, Scroll, Swipe, Back, Home)

@@ -14,17 +14,18 @@ from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from device_farm.hierarchy import Screen
 from planner_runtime.contract import ErrorCode
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.apps import app_named
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
+
+APP = app_named("Maps")
 
 VIEW = "android.intent.action.VIEW"
 MODES = {"driving": "d", "walking": "w", "bicycling": "b"}
 SAVED_URI = "content://com.google.android.apps.maps/saved_places"
 
 
-def _view(ctx: ToolContext, uri: str) -> None:
-    package = _require_app(ctx, "Maps")
+def _view(ctx: ToolContext, package: str, uri: str) -> None:
     try:
         start_activity(ctx.device, Intent(action=VIEW, data=uri, component=None))
     except ShellCommandError as exc:
@@ -37,8 +38,8 @@ def _sheet(screen: Screen) -> dict[str, str] | None:
     return None if title is None else {"name": title, "address": address}
 
 
-def _search(ctx: ToolContext, query: str) -> tuple[Screen, dict[str, str]]:
-    _view(ctx, f"geo:0,0?q={quote(query)}")
+def _search(ctx: ToolContext, package: str, query: str) -> tuple[Screen, dict[str, str]]:
+    _view(ctx, package, f"geo:0,0?q={quote(query)}")
     screen = wait_for_screen(ctx, lambda s: _sheet(s) is not None, timeout=3.0)
     place = _sheet(screen)
     if place is None:
@@ -50,14 +51,14 @@ class SearchPlaceArgs(ToolArgs):
     query: str = Field(min_length=1, description="A place name or an address")
 
 
-class SearchPlace(Tool):
+class SearchPlace(AppTool):
     name = "search_place"
-    app = "Maps"
+    app = APP.name
     description = "Look a place up in Maps; returns its name and address."
     Args = SearchPlaceArgs
 
-    def run(self, ctx: ToolContext, args: SearchPlaceArgs) -> ToolResult:
-        _, place = _search(ctx, args.query)
+    def act(self, ctx: ToolContext, args: SearchPlaceArgs, package: str) -> ToolResult:
+        _, place = _search(ctx, package, args.query)
         return ToolResult(result=place, observe=True)
 
 
@@ -66,14 +67,14 @@ class NavigateToArgs(ToolArgs):
     mode: Literal["driving", "walking", "bicycling"] = Field(default="driving", description="How to travel")
 
 
-class NavigateTo(Tool):
+class NavigateTo(AppTool):
     name = "navigate_to"
-    app = "Maps"
+    app = APP.name
     description = "Start turn-by-turn navigation in Maps to a destination (driving, walking or bicycling)."
     Args = NavigateToArgs
 
-    def run(self, ctx: ToolContext, args: NavigateToArgs) -> ToolResult:
-        _view(ctx, f"google.navigation:q={quote(args.destination)}&mode={MODES[args.mode]}")
+    def act(self, ctx: ToolContext, args: NavigateToArgs, package: str) -> ToolResult:
+        _view(ctx, package, f"google.navigation:q={quote(args.destination)}&mode={MODES[args.mode]}")
         wait_for_screen(ctx, lambda s: any(e.text == "Exit" for e in s.elements), timeout=3.0)
         return ToolResult(result={"navigating_to": args.destination, "mode": args.mode}, observe=True)
 
@@ -82,14 +83,14 @@ class SavePlaceArgs(ToolArgs):
     query: str = Field(min_length=1, description="The place to save, by name or address")
 
 
-class SavePlace(Tool):
+class SavePlace(AppTool):
     name = "save_place"
-    app = "Maps"
+    app = APP.name
     description = "Save a place to your saved places in Maps."
     Args = SavePlaceArgs
 
-    def run(self, ctx: ToolContext, args: SavePlaceArgs) -> ToolResult:
-        screen, place = _search(ctx, args.query)
+    def act(self, ctx: ToolContext, args: SavePlaceArgs, package: str) -> ToolResult:
+        screen, place = _search(ctx, package, args.query)
         button = next((e for e in screen.elements if e.text in ("Save", "Saved") and "tap" in e.actions), None)
         if button is None:
             raise ToolFailure(ErrorCode.element_not_found, "the place sheet has no Save button")
@@ -99,15 +100,17 @@ class SavePlace(Tool):
         return ToolResult(result={"saved": place["name"], "address": place["address"]}, observe=True)
 
 
-class SavedPlaces(Tool):
+class SavedPlaces(AppTool):
     name = "saved_places"
-    app = "Maps"
+    app = APP.name
     description = "List the places saved in Maps (name, address, list)."
 
-    def run(self, ctx: ToolContext, args: object) -> ToolResult:
-        _require_app(ctx, "Maps")
+    def act(self, ctx: ToolContext, args: object, package: str) -> ToolResult:
         try:
             rows = content_query(ctx.device, SAVED_URI, projection=["name", "address", "list"])
         except ShellCommandError as exc:
             raise ToolFailure(ErrorCode.action_failed, f"saved places are not readable here; open Maps' You tab: {exc.output[:120]}") from exc
         return ToolResult(result=rows)
+
+
+TOOLS = (SearchPlace, NavigateTo, SavePlace, SavedPlaces)

@@ -17,11 +17,13 @@ from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from device_farm.hierarchy import Element
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app, _sql_text
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
-from planner_runtime.harness.tools.paging import page
+from planner_runtime.harness.tools.provider import page, sql_text
+
+APP = app_named("Messages")
 
 SENDTO = "android.intent.action.SENDTO"
 SMS_INBOX = "content://sms/inbox"
@@ -33,7 +35,7 @@ def number_for(ctx: ToolContext, to: str) -> str:
     if sum(c.isdigit() for c in to) >= 3:
         return to.strip()
     rows = content_query(ctx.device, PHONES_URI, projection=["display_name", "data1"],
-                         where=f"display_name={_sql_text(to.strip())}")
+                         where=f"display_name={sql_text(to.strip())}")
     if not rows or not rows[0].get("data1"):
         raise ToolFailure(ErrorCode.element_not_found, f"no saved contact named {to!r} with a phone number; give the number")
     return str(rows[0]["data1"])
@@ -65,9 +67,9 @@ class SendMessageArgs(ToolArgs):
         return strip_text(value)
 
 
-class SendMessage(Tool):
+class SendMessage(AppTool):
     name = "send_message"
-    app = "Messages"
+    app = APP.name
     description = "Send a text message (SMS) to a phone number or a saved contact (asks the user first)."
     Args = SendMessageArgs
     sensitive = Sensitivity.send
@@ -75,8 +77,7 @@ class SendMessage(Tool):
     def target(self, ctx: ToolContext, args: SendMessageArgs) -> dict[str, object]:
         return {"to": canonical_number(number_for(ctx, args.to)), "text": args.text}
 
-    def run(self, ctx: ToolContext, args: SendMessageArgs) -> ToolResult:
-        _require_app(ctx, "Messages")
+    def act(self, ctx: ToolContext, args: SendMessageArgs, package: str) -> ToolResult:
         number = number_for(ctx, args.to)
         intent = Intent(action=SENDTO, data="smsto:" + quote(number, safe="+"), extras={"sms_body": args.text})
         try:
@@ -98,16 +99,18 @@ class ReadMessagesArgs(ToolArgs):
     offset: int = Field(default=0, ge=0, description="Skip this many of the newest first, to read older ones")
 
 
-class ReadMessages(Tool):
+class ReadMessages(AppTool):
     name = "read_messages"
-    app = "Messages"
+    app = APP.name
     description = "Read the received text messages (sender, text), newest first (offset reads older ones)."
     Args = ReadMessagesArgs
 
-    def run(self, ctx: ToolContext, args: ReadMessagesArgs) -> ToolResult:
-        _require_app(ctx, "Messages")
-        where = f"address={_sql_text(number_for(ctx, args.sender))}" if args.sender else None
+    def act(self, ctx: ToolContext, args: ReadMessagesArgs, package: str) -> ToolResult:
+        where = f"address={sql_text(number_for(ctx, args.sender))}" if args.sender else None
         # the body last: Android's row format is only ambiguous for a value followed by another column
         rows = content_query(ctx.device, SMS_INBOX, projection=["address", "date", "body"], where=where, sort="date DESC, _id DESC")
         shown, info = page(rows, args.offset, args.limit, "messages")
         return ToolResult(result={"messages": [{"from": r.get("address"), "text": r.get("body")} for r in shown], **info})
+
+
+TOOLS = (SendMessage, ReadMessages)

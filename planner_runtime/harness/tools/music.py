@@ -13,9 +13,11 @@ from pydantic import Field
 from device_farm.android import Intent, launch_app, start_activity
 from device_farm.errors import ShellCommandError
 from planner_runtime.contract import ErrorCode
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.apps import app_named
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
+
+APP = app_named("YouTube Music")
 
 PLAY_FROM_SEARCH = "android.media.action.MEDIA_PLAY_FROM_SEARCH"
 YT_MUSIC = "com.google.android.apps.youtube.music/com.google.android.apps.youtube.music.activities.MusicActivity"
@@ -38,14 +40,13 @@ class PlayMusicArgs(ToolArgs):
     playlist: bool = Field(default=False, description="true when the query names one of the user's playlists")
 
 
-class PlayMusic(Tool):
+class PlayMusic(AppTool):
     name = "play_music"
-    app = "YouTube Music"
+    app = APP.name
     description = "Play a song, artist or playlist in the music app."
     Args = PlayMusicArgs
 
-    def run(self, ctx: ToolContext, args: PlayMusicArgs) -> ToolResult:
-        package = _require_app(ctx, "YouTube Music")
+    def act(self, ctx: ToolContext, args: PlayMusicArgs, package: str) -> ToolResult:
         extras = {"query": args.query}
         if args.playlist:
             extras["android.intent.extra.focus"] = "vnd.android.cursor.item/playlist"
@@ -60,13 +61,12 @@ class PlayMusic(Tool):
         return ToolResult(result={"now_playing": session["description"]}, observe=True)
 
 
-class PauseMusic(Tool):
+class PauseMusic(AppTool):
     name = "pause_music"
-    app = "YouTube Music"
+    app = APP.name
     description = "Pause the music that is playing."
 
-    def run(self, ctx: ToolContext, args: object) -> ToolResult:
-        package = _require_app(ctx, "YouTube Music")
+    def act(self, ctx: ToolContext, args: object, package: str) -> ToolResult:
         session = _session(ctx, package)
         if session is None or session["state"] != "playing":
             return ToolResult(result={"paused": False, "note": "nothing was playing"})
@@ -82,11 +82,14 @@ class PauseMusic(Tool):
                                   "track": session["description"]}, observe=True)
 
 
-class NowPlaying(Tool):
+class NowPlaying(AppTool):
     name = "now_playing"
-    app = "YouTube Music"
+    app = APP.name
     description = "What the music app is playing now (title, artist, playlist) and whether it is paused."
 
-    def run(self, ctx: ToolContext, args: object) -> ToolResult:
+    def act(self, ctx: ToolContext, args: object, package: str) -> ToolResult:
         found = sessions(ctx)
         return ToolResult(result=found or {"note": "no media is playing"})
+
+
+TOOLS = (PlayMusic, PauseMusic, NowPlaying)

@@ -12,10 +12,13 @@ from pydantic import Field
 from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app, _sql_text
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
+from planner_runtime.harness.tools.provider import sql_text
+
+APP = app_named("Keep Notes")
 
 NOTES_URI = "content://com.google.android.keep/notes"
 SHOWN = 20  # notes one answer carries; past that the answer says how many matched
@@ -36,14 +39,13 @@ class CreateNoteArgs(ToolArgs):
     text: str = Field(min_length=1, description="The note's body")
 
 
-class CreateNote(Tool):
+class CreateNote(AppTool):
     name = "create_note"
-    app = "Keep Notes"
+    app = APP.name
     description = "Create a note in Keep Notes with a title and text."
     Args = CreateNoteArgs
 
-    def run(self, ctx: ToolContext, args: CreateNoteArgs) -> ToolResult:
-        _require_app(ctx, "Keep Notes")
+    def act(self, ctx: ToolContext, args: CreateNoteArgs, package: str) -> ToolResult:
         extras = {"android.intent.extra.TEXT": args.text}
         if args.title:
             extras["android.intent.extra.SUBJECT"] = args.title
@@ -60,16 +62,15 @@ class SearchNotesArgs(ToolArgs):
     query: str = Field(default="", description="Words to look for in titles and text; empty lists every note")
 
 
-class SearchNotes(Tool):
+class SearchNotes(AppTool):
     name = "search_notes"
-    app = "Keep Notes"
+    app = APP.name
     description = (f"Find notes in Keep Notes whose title or text contains the words; returns their titles and whole text "
                    f"(the first {SHOWN}, pinned then newest, and how many more matched).")
     Args = SearchNotesArgs
 
-    def run(self, ctx: ToolContext, args: SearchNotesArgs) -> ToolResult:
-        _require_app(ctx, "Keep Notes")
-        like = _sql_text(f"%{args.query}%")
+    def act(self, ctx: ToolContext, args: SearchNotesArgs, package: str) -> ToolResult:
+        like = sql_text(f"%{args.query}%")
         rows = _notes(ctx, f"title LIKE {like} OR text LIKE {like}")
         found: dict[str, object] = {"notes": [{"title": r["title"], "text": r["text"]} for r in rows[:SHOWN]]}
         if len(rows) > SHOWN:
@@ -82,19 +83,21 @@ class DeleteNoteArgs(ToolArgs):
     title: str = Field(min_length=1, description="The note's title as shown in Keep")
 
 
-class DeleteNote(Tool):
+class DeleteNote(AppTool):
     name = "delete_note"
-    app = "Keep Notes"
+    app = APP.name
     description = "Move a Keep note to the trash by its title (asks the user first)."
     Args = DeleteNoteArgs
     sensitive = Sensitivity.delete
 
-    def run(self, ctx: ToolContext, args: DeleteNoteArgs) -> ToolResult:
-        _require_app(ctx, "Keep Notes")
-        where = f"title={_sql_text(args.title)}"
+    def act(self, ctx: ToolContext, args: DeleteNoteArgs, package: str) -> ToolResult:
+        where = f"title={sql_text(args.title)}"
         if not _notes(ctx, where):
             raise ToolFailure(ErrorCode.element_not_found, f"no note titled {args.title!r}")
         result = ctx.device.shell(["content", "update", "--uri", NOTES_URI, "--bind", "trashed:i:1", "--where", where])
         if not result.ok:
             raise ToolFailure(ErrorCode.action_failed, f"Keep refused: {result.output.strip()[:200]}")
         return ToolResult(result={"trashed": args.title})
+
+
+TOOLS = (CreateNote, SearchNotes, DeleteNote)

@@ -10,30 +10,31 @@ from pydantic import Field, field_validator
 from device_farm.android import Intent
 from device_farm.hierarchy import Screen
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.messaging import canonical_number, strip_text
 from planner_runtime.harness.tools.storefront import by_id, has, money_value, open_screen, read_list, settle, tap, type_into
 
-APP = "PayPal"
+APP = app_named("Payments")
+
+BRAND = "PayPal"  # the name the app shows, for hints
 SHOWN = 30  # transactions one answer carries: the activity goes back years
 
 
-def _home(ctx: ToolContext) -> Screen:
-    package = _require_app(ctx, "Payments")
+def _home(ctx: ToolContext, package: str) -> Screen:
     main = Intent(action="android.intent.action.MAIN", categories=("android.intent.category.LAUNCHER",),
                   component=f"{package}/com.paypal.android.p2pmobile.startup.activities.StartupActivity")
-    return open_screen(ctx, main, APP, has("balance_amount"))
+    return open_screen(ctx, main, BRAND, has("balance_amount"))
 
 
-class PaymentActivity(Tool):
+class PaymentActivity(AppTool):
     name = "payment_activity"
-    app = "Payments"
+    app = APP.name
     description = f"Read the PayPal balance and the activity, newest first, up to {SHOWN} (who, date, note, amount: negative = sent, positive = received)."
 
-    def run(self, ctx: ToolContext, args: ToolArgs) -> ToolResult:
-        screen = _home(ctx)
+    def act(self, ctx: ToolContext, args: ToolArgs, package: str) -> ToolResult:
+        screen = _home(ctx, package)
         balance = money_value(by_id(screen, "balance_amount")[0].text)  # read before the list scrolls it away
         read = read_list(ctx, screen, "activity_item_title", ("activity_item_subtitle", "activity_item_amount"), max_rows=SHOWN)
         activity = []
@@ -58,9 +59,9 @@ class SendMoneyArgs(ToolArgs):
         return strip_text(value)
 
 
-class SendMoney(Tool):
+class SendMoney(AppTool):
     name = "send_money"
-    app = "Payments"
+    app = APP.name
     description = "Send money from the user's PayPal balance to a person (Send, then Send Now)."
     Args = SendMoneyArgs
     sensitive = Sensitivity.pay
@@ -71,15 +72,18 @@ class SendMoney(Tool):
         to = canonical_number(args.to) if phone else " ".join(args.to.casefold().split())
         return {"to": to, "amount": args.amount, "note": args.note}
 
-    def run(self, ctx: ToolContext, args: SendMoneyArgs) -> ToolResult:
-        screen = _home(ctx)
+    def act(self, ctx: ToolContext, args: SendMoneyArgs, package: str) -> ToolResult:
+        screen = _home(ctx, package)
         tap(ctx, by_id(screen, "send_money_button")[0])
-        screen = settle(ctx, APP, has("send_button"))
+        screen = settle(ctx, BRAND, has("send_button"))
         for suffix, value in (("search_field", args.to), ("amount_edit_text", f"{args.amount:.2f}"), ("add_note", args.note)):
             if value:
                 screen = type_into(ctx, screen, by_id(screen, suffix)[0], value)
         tap(ctx, by_id(screen, "send_button")[0])
-        screen = settle(ctx, APP, lambda s: has("success_title")(s) or has("error_text")(s))
+        screen = settle(ctx, BRAND, lambda s: has("success_title")(s) or has("error_text")(s))
         if not by_id(screen, "success_title"):
             raise ToolFailure(ErrorCode.action_failed, f"PayPal refused: {by_id(screen, 'error_text')[0].text}")
         return ToolResult(result={"sent": args.amount, "to": args.to, "note": args.note}, observe=True)
+
+
+TOOLS = (PaymentActivity, SendMoney)

@@ -16,11 +16,13 @@ from pydantic import Field, field_validator
 from device_farm.android import Intent, content_query, start_activity
 from device_farm.errors import ShellCommandError
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.messaging import canonical_number, number_for, strip_text
-from planner_runtime.harness.tools.paging import page
+from planner_runtime.harness.tools.provider import page
+
+APP = app_named("Phone")
 
 ACTION_CALL = "android.intent.action.CALL"
 CALLS_URI = "content://call_log/calls"
@@ -36,9 +38,9 @@ class CallArgs(ToolArgs):
         return strip_text(value)
 
 
-class Call(Tool):
+class Call(AppTool):
     name = "call"
-    app = "Phone"
+    app = APP.name
     description = "Place a phone call to a number or a saved contact (asks the user first)."
     Args = CallArgs
     sensitive = Sensitivity.call
@@ -46,8 +48,7 @@ class Call(Tool):
     def target(self, ctx: ToolContext, args: CallArgs) -> dict[str, object]:
         return {"to": canonical_number(number_for(ctx, args.to))}
 
-    def run(self, ctx: ToolContext, args: CallArgs) -> ToolResult:
-        _require_app(ctx, "Phone")
+    def act(self, ctx: ToolContext, args: CallArgs, package: str) -> ToolResult:
         number = number_for(ctx, args.to)
         try:
             start_activity(ctx.device, Intent(action=ACTION_CALL, data="tel:" + quote(number, safe="+*#")))
@@ -63,14 +64,13 @@ class RecentCallsArgs(ToolArgs):
     offset: int = Field(default=0, ge=0, description="Skip this many of the newest first, to read older ones")
 
 
-class RecentCalls(Tool):
+class RecentCalls(AppTool):
     name = "recent_calls"
-    app = "Phone"
+    app = APP.name
     description = "Read the call log, newest first: number, saved name, and whether incoming, outgoing or missed (offset reads older ones)."
     Args = RecentCallsArgs
 
-    def run(self, ctx: ToolContext, args: RecentCallsArgs) -> ToolResult:
-        _require_app(ctx, "Phone")
+    def act(self, ctx: ToolContext, args: RecentCallsArgs, package: str) -> ToolResult:
         codes = {v: k for k, v in CALL_TYPES.items()}
         if args.kind and args.kind.lower() not in codes:
             raise ToolFailure(ErrorCode.invalid_arguments, "kind must be incoming, outgoing, missed or empty")
@@ -81,3 +81,6 @@ class RecentCalls(Tool):
         calls = [{"number": r.get("number"), "name": r.get("name") or "", "kind": CALL_TYPES.get(str(r.get("type")), "call"),
                   "seconds": int(r.get("duration") or 0)} for r in shown]
         return ToolResult(result={"calls": calls, **info})
+
+
+TOOLS = (Call, RecentCalls)

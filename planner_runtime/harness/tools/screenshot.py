@@ -10,9 +10,9 @@ trajectory itself stays small.
 from __future__ import annotations
 
 from device_farm.errors import ShellCommandError
-from planner_runtime.trajectories.artifacts import ArtifactStore, png_size
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.tools import NoArgs, Tool, ToolContext, ToolFailure, ToolResult
+from planner_runtime.trajectories.artifacts import ArtifactStore, png_size
 
 
 class Screenshot(Tool):

@@ -17,10 +17,12 @@ from pydantic import Field
 from device_farm.android import Intent, get_setting, put_setting, start_activity
 from device_farm.hierarchy import Element, Screen
 from planner_runtime.contract import ErrorCode
+from planner_runtime.harness.apps import app_named, resolve_package
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolFailure, ToolResult
 from planner_runtime.harness.tools.gui import wait_for_screen
+
+APP = app_named("Settings")
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,6 @@ def is_on(ctx: ToolContext, s: Switchable) -> bool:
 
 def flip_switch(ctx: ToolContext, name: str, on: bool) -> ToolResult:
     s = SWITCHES[name]
-    _require_app(ctx, "Settings")
     if is_on(ctx, s) == on:
         return ToolResult(result={"setting": name, "on": on, "changed": False})
     start_activity(ctx.device, Intent(action=s.action))
@@ -83,13 +84,13 @@ class ToggleSettingArgs(ToolArgs):
     on: bool = Field(description="true to turn it on, false to turn it off")
 
 
-class ToggleSetting(Tool):
+class ToggleSetting(AppTool):
     name = "toggle_setting"
-    app = "Settings"
+    app = APP.name
     description = "Turn Wi-Fi, mobile data, airplane mode, Bluetooth, Do Not Disturb or dark theme on or off in Settings."
     Args = ToggleSettingArgs
 
-    def run(self, ctx: ToolContext, args: ToggleSettingArgs) -> ToolResult:
+    def act(self, ctx: ToolContext, args: ToggleSettingArgs, package: str) -> ToolResult:
         return flip_switch(ctx, args.setting, args.on)
 
 
@@ -97,14 +98,14 @@ class SetLocationArgs(ToolArgs):
     on: bool = Field(description="true to turn location on, false to turn it off")
 
 
-class SetLocation(Tool):
+class SetLocation(AppTool):
     name = "set_location"
-    app = "Settings"
+    app = APP.name
     description = "Turn the phone's location on or off (a privacy setting: asks the user first)."
     Args = SetLocationArgs
     sensitive = Sensitivity.security
 
-    def run(self, ctx: ToolContext, args: SetLocationArgs) -> ToolResult:
+    def act(self, ctx: ToolContext, args: SetLocationArgs, package: str) -> ToolResult:
         return flip_switch(ctx, "location", args.on)
 
 
@@ -112,14 +113,14 @@ class SetScreenLockArgs(ToolArgs):
     on: bool = Field(description="true to keep the phone locked behind its PIN, false to remove the screen lock")
 
 
-class SetScreenLock(Tool):
+class SetScreenLock(AppTool):
     name = "set_screen_lock"
-    app = "Settings"
+    app = APP.name
     description = "Turn the screen lock (PIN) on or off (a security setting: asks the user first)."
     Args = SetScreenLockArgs
     sensitive = Sensitivity.security
 
-    def run(self, ctx: ToolContext, args: SetScreenLockArgs) -> ToolResult:
+    def act(self, ctx: ToolContext, args: SetScreenLockArgs, package: str) -> ToolResult:
         return flip_switch(ctx, "screen_lock", args.on)
 
 
@@ -127,13 +128,13 @@ class SetBrightnessArgs(ToolArgs):
     percent: int = Field(ge=0, le=100, description="Screen brightness in percent, 0-100")
 
 
-class SetBrightness(Tool):
+class SetBrightness(AppTool):
     name = "set_brightness"
-    app = "Settings"
+    app = APP.name
     description = "Set the screen brightness (percent); turns adaptive brightness off so the level stays."
     Args = SetBrightnessArgs
 
-    def run(self, ctx: ToolContext, args: SetBrightnessArgs) -> ToolResult:
+    def act(self, ctx: ToolContext, args: SetBrightnessArgs, package: str) -> ToolResult:
         level = round(args.percent * 255 / 100)
         put_setting(ctx.device, "system", "screen_brightness_mode", 0)
         put_setting(ctx.device, "system", "screen_brightness", level)
@@ -156,17 +157,22 @@ class SetAppPermissionArgs(ToolArgs):
     allow: bool = Field(description="true to allow, false to take the permission away")
 
 
-class SetAppPermission(Tool):
+class SetAppPermission(AppTool):
     name = "set_app_permission"
-    app = "Settings"
+    app = APP.name
     description = "Allow or deny an app a runtime permission such as camera or location (asks the user first)."
     Args = SetAppPermissionArgs
     sensitive = Sensitivity.security
 
-    def run(self, ctx: ToolContext, args: SetAppPermissionArgs) -> ToolResult:
-        package = _require_app(ctx, args.app)
+    def act(self, ctx: ToolContext, args: SetAppPermissionArgs, package: str) -> ToolResult:
+        target = resolve_package(args.app, ctx.installed())  # the app whose permission changes
+        if target is None:
+            raise ToolFailure(ErrorCode.app_not_installed, f"no {args.app} app is installed on this phone")
         permission = PERMISSIONS[args.permission]
-        result = ctx.device.shell(["pm", "grant" if args.allow else "revoke", package, permission])
+        result = ctx.device.shell(["pm", "grant" if args.allow else "revoke", target, permission])
         if not result.ok:
             raise ToolFailure(ErrorCode.action_failed, f"pm refused: {result.output.strip()[:200]}")
-        return ToolResult(result={"app": package, "permission": permission, "allowed": args.allow})
+        return ToolResult(result={"app": target, "permission": permission, "allowed": args.allow})
+
+
+TOOLS = (ToggleSetting, SetLocation, SetScreenLock, SetBrightness, SetAppPermission)

@@ -11,12 +11,14 @@ from pydantic import Field
 
 from device_farm.android import Intent
 from device_farm.hierarchy import Screen
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolResult
 from planner_runtime.harness.tools.storefront import (
     by_id, find_in_list, has, money_value, open_screen, read_list, settle, tap, tap_id,
 )
+
+APP = app_named("Shopping")
 
 VIEW = "android.intent.action.VIEW"
 SHOWN = 40  # results one answer carries: a search's list may go on for pages
@@ -32,14 +34,13 @@ class SearchProductsArgs(ToolArgs):
     query: str = Field(min_length=1, description="What to search for, e.g. 'usb c charger'")
 
 
-class SearchProducts(Tool):
+class SearchProducts(AppTool):
     name = "search_products"
-    app = "Shopping"
+    app = APP.name
     description = f"Search Amazon Shopping and return the results, up to {SHOWN} (title and price in dollars)."
     Args = SearchProductsArgs
 
-    def run(self, ctx: ToolContext, args: SearchProductsArgs) -> ToolResult:
-        _require_app(ctx, "Shopping")
+    def act(self, ctx: ToolContext, args: SearchProductsArgs, package: str) -> ToolResult:
         read = read_list(ctx, _results(ctx, args.query), "item_title", ("item_price",), max_rows=SHOWN)
         result: dict[str, object] = {"query": args.query,
                                      "results": [{"title": r["item_title"].text, "price": money_value(r["item_price"].text)} for r in read.rows]}
@@ -53,15 +54,14 @@ class BuyProductArgs(ToolArgs):
     title: str = Field(default="", description="Words of the exact product title to pick among the results; empty = the first result")
 
 
-class BuyProduct(Tool):
+class BuyProduct(AppTool):
     name = "buy_product"
-    app = "Shopping"
+    app = APP.name
     description = "Buy one unit of a product on Amazon Shopping now (Buy Now, then Place your order). Spends the user's money."
     Args = BuyProductArgs
     sensitive = Sensitivity.purchase
 
-    def run(self, ctx: ToolContext, args: BuyProductArgs) -> ToolResult:
-        _require_app(ctx, "Shopping")
+    def act(self, ctx: ToolContext, args: BuyProductArgs, package: str) -> ToolResult:
         screen = _results(ctx, args.query)
         titles = by_id(screen, "item_title")
         if args.title or not titles:
@@ -76,3 +76,6 @@ class BuyProduct(Tool):
         tap_id(ctx, screen, "placeYourOrder", "Place your order button")
         settle(ctx, "Amazon Shopping", has("thankyou_title"))
         return ToolResult(result={"ordered": chosen.text, "total": money_value(total[0].text) if total else None}, observe=True)
+
+
+TOOLS = (SearchProducts, BuyProduct)

@@ -12,14 +12,16 @@ from pydantic import Field, model_validator
 
 from device_farm.android import Intent
 from device_farm.hierarchy import Screen
+from planner_runtime.harness.apps import app_named
 from planner_runtime.harness.safety import Sensitivity
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolResult
-from planner_runtime.harness.tools.apps import _require_app
+from planner_runtime.harness.tools import AppTool, ToolArgs, ToolContext, ToolResult
 from planner_runtime.harness.tools.storefront import (
     by_id, find_in_list, has, money_value, open_screen, read_list, settle, tap, tap_id,
 )
 
-APP = "Booking.com"
+APP = app_named("Travel")
+
+BRAND = "Booking.com"  # the name the app shows, for hints
 DAY = r"^\d{4}-\d{2}-\d{2}$"
 
 
@@ -40,19 +42,18 @@ class StayArgs(ToolArgs):
 
 
 def _results(ctx: ToolContext, args: StayArgs) -> Screen:
-    _require_app(ctx, "Travel")
     url = "https://www.booking.com/searchresults.html?" + urlencode({"ss": args.city, "checkin": args.checkin, "checkout": args.checkout})
-    return open_screen(ctx, Intent(action="android.intent.action.VIEW", data=url), APP,
+    return open_screen(ctx, Intent(action="android.intent.action.VIEW", data=url), BRAND,
                        lambda s: has("sr_hotel_name")(s) or has("sr_empty")(s))
 
 
-class SearchHotels(Tool):
+class SearchHotels(AppTool):
     name = "search_hotels"
-    app = "Travel"
+    app = APP.name
     description = "Search Booking.com for places to stay in a city for given dates; returns name, review score (of 10) and the price of the whole stay in USD."
     Args = StayArgs
 
-    def run(self, ctx: ToolContext, args: StayArgs) -> ToolResult:
+    def act(self, ctx: ToolContext, args: StayArgs, package: str) -> ToolResult:
         read = read_list(ctx, _results(ctx, args), "sr_hotel_name", ("review_score_badge", "price_view_price"))
         found = [{"name": r["sr_hotel_name"].text, "score": float(r["review_score_badge"].text),
                   "total": money_value(r["price_view_price"].text.split(" for ")[0])} for r in read.rows]
@@ -66,21 +67,24 @@ class BookHotelArgs(StayArgs):
     hotel: str = Field(min_length=1, description="The property's name as the search results list it")
 
 
-class BookHotel(Tool):
+class BookHotel(AppTool):
     name = "book_hotel"
-    app = "Travel"
+    app = APP.name
     description = "Book and pay for a stay at one property on Booking.com for the given dates (Reserve, then Complete booking)."
     Args = BookHotelArgs
     sensitive = Sensitivity.purchase
 
-    def run(self, ctx: ToolContext, args: BookHotelArgs) -> ToolResult:
+    def act(self, ctx: ToolContext, args: BookHotelArgs, package: str) -> ToolResult:
         hotel, _ = find_in_list(ctx, _results(ctx, args), "sr_hotel_name", args.hotel, f"property in {args.city}")
         tap(ctx, hotel)
-        screen = settle(ctx, APP, has("select_room_cta"))
+        screen = settle(ctx, BRAND, has("select_room_cta"))
         tap_id(ctx, screen, "select_room_cta", "Reserve button")
-        screen = settle(ctx, APP, has("action_button"))
+        screen = settle(ctx, BRAND, has("action_button"))
         total = by_id(screen, "bp_price")
         tap_id(ctx, screen, "action_button", "Complete booking button")
-        settle(ctx, APP, has("confirmation_title"))
+        settle(ctx, BRAND, has("confirmation_title"))
         return ToolResult(result={"hotel": args.hotel, "checkin": args.checkin, "checkout": args.checkout,
                                   "total": money_value(total[0].text) if total else None}, observe=True)
+
+
+TOOLS = (SearchHotels, BookHotel)

@@ -1,11 +1,9 @@
-"""The ``ask_user`` tool: the planner asks the person it works for, and the answer is feedback.
+"""Where the answers to ``ask_user`` (:mod:`planner_runtime.harness.tools.core`) come from.
 
-Where the answer comes from is the caller's choice, given as an :data:`Answerer` (question in,
-answer or ``None`` out): the prompt of ``planner-agent run`` at a terminal, a file of scripted
-answers (``--answers FILE``: question pattern → answer), a task's ``user_answers``, or nobody —
-then the planner is told no user is available and must go on without one. :func:`chain` tries
-several sources in order. Every question and answer stays in the trajectory as the step's call
-and feedback, so a verifier can check that the user was asked before something was done.
+The caller chooses, giving an :data:`Answerer` (question in, answer or ``None`` out): the prompt
+of ``planner-agent run`` at a terminal, a file of scripted answers (``--answers FILE``: question
+pattern → answer), a task's ``user_answers``, or nobody — then the planner is told no user is
+available and must go on without one. :func:`chain` tries several sources in order.
 """
 
 from __future__ import annotations
@@ -16,11 +14,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 import yaml
-from pydantic import Field
 
-from planner_runtime.contract import ErrorCode
 from planner_runtime.errors import ConfigError
-from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult
 
 Answerer = Callable[[str], "str | None"]
 
@@ -73,25 +68,3 @@ def chain(*sources: Answerer | None) -> Answerer | None:
         return next((a for a in (source(question) for source in present) if a is not None), None)
 
     return ask
-
-
-class AskUserArgs(ToolArgs):
-    question: str = Field(min_length=1, max_length=500, description="One short question for the user")
-
-
-class AskUser(Tool):
-    name = "ask_user"
-    description = "Ask the user a question when the goal is ambiguous or a choice is theirs to make; the reply comes back as the result."
-    Args = AskUserArgs
-
-    def __init__(self, answer: Answerer | None = None) -> None:
-        self.answer = answer
-
-    def run(self, ctx: ToolContext, args: AskUserArgs) -> ToolResult:
-        reply = self.answer(args.question) if self.answer is not None else None
-        if reply is None:
-            raise ToolFailure(
-                ErrorCode.no_user,
-                "no user is available to answer; decide from what you know, or finish saying what you need",
-            )
-        return ToolResult(result={"question": args.question, "answer": reply})

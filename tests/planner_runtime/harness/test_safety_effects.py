@@ -18,7 +18,7 @@ from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.skills import CompositeStep, Skill
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
-from planner_runtime.harness.tools.apps import DeleteContact
+from planner_runtime.harness.tools.contacts import DeleteContact
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.email import SendEmail
 from planner_runtime.harness.tools.files import DeleteFile

@@ -13,10 +13,10 @@ from planner_runtime.harness.relevance import scores, terms
 from planner_runtime.harness.subagents import Delegate
 from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, toolset_for, usable
 from planner_runtime.harness.tools import ToolSet
-from planner_runtime.harness.tools.apps import SetAlarm
+from planner_runtime.harness.tools.clock import SetAlarm
 from planner_runtime.harness.tools.memory import Recall, Remember
 from planner_runtime.harness.tools.screenshot import Screenshot
-from planner_runtime.harness.tools.user import AskUser
+from planner_runtime.harness.tools.core import AskUser
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.planners.toolcalls import render_tools
 from planner_runtime.runs.run import run_goal

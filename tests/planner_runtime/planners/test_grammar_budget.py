@@ -19,7 +19,7 @@ from planner_runtime.harness.subagents import Delegate
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools.memory import Recall, Remember
 from planner_runtime.harness.tools.screenshot import Screenshot
-from planner_runtime.harness.tools.user import AskUser
+from planner_runtime.harness.tools.core import AskUser
 from planner_runtime.planners import Sampling
 from planner_runtime.planners.local import model_store
 from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL

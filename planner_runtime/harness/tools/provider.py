@@ -1,4 +1,6 @@
-"""Pages of a list or a text: what a list or read tool shows of how many, and how to get the rest.
+"""Rows from Android content providers as tools ask for and show them: a value quoted for a
+``--where`` clause, and pages of a list or a text (what a tool shows of how many, and how to get
+the rest).
 
 A tool that shows part of something says so in ``more``, with the ``offset`` that reads on, so a
 planner never takes the first page for the whole and can always reach the last item.
@@ -9,6 +11,11 @@ from __future__ import annotations
 from typing import Sequence, TypeVar
 
 T = TypeVar("T")
+
+
+def sql_text(value: str) -> str:
+    """``value`` as an SQL string literal, for a content provider's ``--where``."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 def page(items: Sequence[T], offset: int, limit: int, noun: str) -> tuple[list[T], dict[str, object]]:
