@@ -277,7 +277,8 @@ def replay(
                 task = tasks.get(traj.task_id or "")
                 if from_step is not None:  # before its phone starts
                     _check_step(traj, from_step)
-                with open_device(serial, host, port, say=say) as (device, ref, source):
+                with open_device(serial, host, port, say=say) as (device, identity):
+                    ref, source = identity.device, identity.source
                     if source is not Source.sandbox and not allow_reset and ref.serial not in _disposable(settings):
                         raise fail(f"replay seeds and drives the phone, which changes its data, and {ref.serial} is not "
                                    "a virtual phone: pass --allow-reset if it may be wiped, or list it in "
@@ -289,8 +290,8 @@ def replay(
                         good &= report.divergence is None
                         _print_reexecuted(traj, report, as_json)
                         continue
-                    new = replan(traj, from_step, planner=brain, device=device, device_ref=ref, store=db,
-                                 task=task, source=source, on_step=None if as_json else print_step)
+                    new = replan(traj, from_step, planner=brain, device=device, identity=identity, store=db,
+                                 task=task, on_step=None if as_json else print_step)
                     brain = make()  # the next trajectory's planner starts afresh (a script from its first call)
                     old_v = traj.verdict.success if traj.verdict else None
                     new_v = new.verdict.success if new.verdict else None

@@ -126,18 +126,18 @@ def run(
         # the phone first: a phone or adb server that is not there leaves no store nor profile behind
         with reports_to_stderr(as_json), \
                 open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]"), virtual=virtual,
-                            named=adb is not None or settings.adb_named) as (device, ref, source), \
+                            named=adb is not None or settings.adb_named) as (device, identity), \
                 TrajectoryStore(store or settings.store_path) as db, \
                 run_memory(settings.home, profile, no_memory, spec is not None) as memory:
             if spec is not None:
-                check_reset(spec, ref, source, allow_reset=allow_reset, disposable=settings.disposable_serials,
+                check_reset(spec, identity, allow_reset=allow_reset, disposable=settings.disposable_serials,
                             warn=lambda m: err.print(f"[yellow]{m}[/yellow]", soft_wrap=True))
+            ref = identity.device
             console.print(f"[bold]goal:[/bold] {goal_text}   [dim]device {ref.serial} ({ref.model}), planner {brain.name}[/dim]")
             traj = run_goal(
                 goal_text,
                 device=device,
-                device_ref=ref,
-                source=source,
+                identity=identity,
                 planner=brain,
                 store=db,
                 task=spec,
