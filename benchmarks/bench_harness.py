@@ -29,10 +29,11 @@ from device_farm.adb.device import AdbDevice
 from device_farm.adb.server import AdbServer
 from device_farm.android import content_insert
 from device_farm.virtual import VirtualPhone
-from planner_runtime.contract import DeviceRef, Source, Step
+from planner_runtime.contract import DeviceRef, Step
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.trajectories.store import TrajectoryStore
+from planner_runtime.harness.identity import EpisodeIdentity
 
 GOAL = "Set an alarm for 7:30, then show me my contacts"
 SCRIPT = [
@@ -117,7 +118,7 @@ def main() -> None:
 
                 real.press("home")
                 started = (time.perf_counter(), device_clock.seconds, plan_clock.seconds, store_clock.seconds)
-                traj = run_goal(GOAL, device=device, device_ref=DeviceRef(serial=serial, model="virtual"), source=Source.sandbox,
+                traj = run_goal(GOAL, device=device, identity=EpisodeIdentity(device=DeviceRef(serial=serial, model="virtual")),
                          planner=TimedPlanner(ScriptedPlanner(SCRIPT), plan_clock), store=store, on_step=mark)
                 ended = (time.perf_counter(), device_clock.seconds, plan_clock.seconds, store_clock.seconds)
                 failed = [(s.tool_call.name, s.feedback.error) for s in traj.steps if s.feedback.status.value != "ok"]

@@ -1,21 +1,17 @@
-"""``planner-agent collect``, ``replay``, ``devices`` and ``export sft``: episodes on the farm,
-failures replayed, the devices they run on, and the data they become."""
+"""``planner-agent collect``: a suite's tasks run K times over a pool of N devices, resumable."""
 
 from __future__ import annotations
 
 import json
 from contextlib import ExitStack
-from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from planner_runtime.cli.common import ExitCode, console, err, fail, make_planner, print_step
-from planner_runtime.config import Settings, parse_host_port
+from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail, make_planner, planner_timeout_option
+from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
-
-export_app = typer.Typer(help="Export trajectories for training.", no_args_is_help=True)
 
 
 def collect(
@@ -65,7 +61,7 @@ def collect(
             spec = _spec(db, resume, path, options, planner or settings.planner)
             tasks = _tasks(spec)
             planner_for = _planners(spec, planner_timeout)
-            disposable = _disposable(settings)
+            disposable = disposable_serials(settings)
             pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else devices, state_dir))
             for line in ready_check(pool):
                 err.print(f"warning: {line}; collecting on the others", soft_wrap=True, markup=False)
@@ -198,13 +194,10 @@ def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - Collection
             raise ConfigError("--planner scripted needs --script FILE (JSON {task id: [calls]})")
         scripts = _scripts(Path(spec.script), spec.script_text)
         return lambda t: ScriptedPlanner(scripts.get(t.id, []))
-    one = shared(make_planner(spec.planner, spec.model, None, **_timeout(timeout)))
+    one = shared(make_planner(spec.planner, spec.model, None, **planner_timeout_option(timeout)))
     return lambda t: one
 
 
-def _timeout(seconds: float | None) -> dict[str, float]:
-    """make_planner's ``timeout`` when --planner-timeout was given (else the backend's default)."""
-    return {} if seconds is None else {"timeout": seconds}
 
 
 def _scripts(path: Path, text: str | None) -> dict:
@@ -218,179 +211,3 @@ def _scripts(path: Path, text: str | None) -> dict:
     if not isinstance(scripts, dict) or not all(isinstance(calls, list) for calls in scripts.values()):
         raise fail(f"--script {path}: expected a JSON object {{task id: [calls]}}")
     return scripts
-
-
-def _disposable(settings: Settings) -> frozenset[str]:
-    """Serials the user marked disposable (PLANNER_AGENT_DISPOSABLE_SERIALS), as a set."""
-    value = getattr(settings, "disposable_serials", None) or ()
-    if isinstance(value, str):
-        value = value.split(",")
-    return frozenset(s.strip() for s in value if s.strip())
-
-
-def replay(
-    trajectory_id: Optional[str] = typer.Argument(None, help="A stored trajectory id."),
-    from_step: Optional[int] = typer.Option(None, "--from-step", min=0, help="Re-plan from this step with --planner (0-based)."),
-    failed: bool = typer.Option(False, "--failed", help="Re-execute every failed trajectory (with --since)."),
-    since: Optional[datetime] = typer.Option(None, "--since", help="With --failed: only those started at or after this date."),
-    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="With --from-step: the planner that takes over."),
-    model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
-    script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
-    serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Replay on this attached phone (needs --allow-reset)."),
-    adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file); it must exist."),
-    planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
-    allow_reset: bool = typer.Option(False, "--allow-reset", help="Let replay seed and drive a phone that is not virtual or disposable."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per replayed trajectory on stdout."),
-) -> None:
-    """Re-execute a trajectory's calls on a fresh phone and show the first step that differs,
-    or re-plan it from a step with another planner and compare verdicts.
-
-    Exit status: 0 when every re-execution reproduced its record exactly (whatever the verdict),
-    or the re-planned episode succeeded; 1 when a replay diverged or the re-planned episode did
-    not succeed; 2 for a usage error; 3 for a device or planner endpoint fault.
-    """
-    from device_farm.errors import DeviceError
-    from planner_runtime.contract import Source
-    from planner_runtime.runs.replay import reexecute, replan
-    from planner_runtime.runs.run import open_device
-    from planner_runtime.tasks.spec import builtin_suite
-    from planner_runtime.trajectories.store import TrajectoryStore
-
-    say = lambda m: err.print(f"[dim]{m}[/dim]")  # noqa: E731
-    good = True
-    try:
-        settings = Settings.from_env()
-        host, port = parse_host_port(adb or settings.adb)
-        tasks = {t.id: t for t in builtin_suite().tasks}
-        with TrajectoryStore(store or settings.store_path, create=False) as db:
-            if failed:
-                ids = list(db.ids(success=False, infra=False, since=since))  # infra faults are no failure of the planner's
-            elif trajectory_id:
-                ids = [trajectory_id]
-            else:
-                raise fail("give a trajectory id or --failed")
-            make = lambda: make_planner(planner or settings.planner, model, script, **_timeout(planner_timeout))  # noqa: E731
-            brain = None if from_step is None else make()  # one that cannot be made is refused before any phone starts
-            for traj_id in ids:
-                traj = db.get(traj_id)
-                task = tasks.get(traj.task_id or "")
-                if from_step is not None:  # before its phone starts
-                    _check_step(traj, from_step)
-                with open_device(serial, host, port, say=say) as (device, ref, source):
-                    if source is not Source.sandbox and not allow_reset and ref.serial not in _disposable(settings):
-                        raise fail(f"replay seeds and drives the phone, which changes its data, and {ref.serial} is not "
-                                   "a virtual phone: pass --allow-reset if it may be wiped, or list it in "
-                                   "PLANNER_AGENT_DISPOSABLE_SERIALS")
-                    if source is not Source.sandbox:
-                        err.print(f"[yellow]warning:[/yellow] replay resets app data on {ref.serial}")
-                    if from_step is None:
-                        report = reexecute(traj, device, task)
-                        good &= report.divergence is None
-                        _print_reexecuted(traj, report, as_json)
-                        continue
-                    new = replan(traj, from_step, planner=brain, device=device, device_ref=ref, store=db,
-                                 task=task, source=source, on_step=None if as_json else print_step)
-                    brain = make()  # the next trajectory's planner starts afresh (a script from its first call)
-                    old_v = traj.verdict.success if traj.verdict else None
-                    new_v = new.verdict.success if new.verdict else None
-                    good &= bool(new_v)
-                    if as_json:
-                        print(json.dumps({"trajectory": traj.id, "from_step": from_step, "planner": brain.name,
-                                          "recorded_success": old_v, "success": new_v, "new_trajectory": new.id}))
-                    else:
-                        console.print(f"recorded verdict: {old_v}  re-planned from step {from_step + 1} with {brain.name}: {new_v}  → {new.id}")
-    except DeviceError as exc:
-        raise fail(f"device: {exc}", ExitCode.infra) from exc
-    except PlannerRuntimeError as exc:
-        raise fail(str(exc)) from exc
-    if not good:
-        raise typer.Exit(ExitCode.failed)
-
-
-def _check_step(traj, from_step: int) -> None:  # noqa: ANN001 - Trajectory
-    """Refuse a ``--from-step`` the trajectory does not have."""
-    if not traj.steps:
-        raise fail(f"{traj.id} has no steps to re-plan from")
-    if not 0 <= from_step < len(traj.steps):
-        raise fail(f"--from-step must be 0..{len(traj.steps) - 1} for {traj.id}")
-
-
-def _print_reexecuted(traj, report, as_json: bool) -> None:  # noqa: ANN001 - Trajectory, ReplayReport
-    diff = report.divergence
-    verdict = None if report.verdict is None else report.verdict.success
-    if as_json:
-        print(json.dumps({"trajectory": traj.id, "task_id": traj.task_id, "steps_replayed": report.steps_replayed,
-                          "reproduced": diff is None, "success": verdict,
-                          "divergence": None if diff is None else {"step": diff.step, "what": diff.what,
-                                                                   "recorded": diff.recorded, "replayed": diff.replayed}},
-                         default=str))
-        return
-    where = "reproduced exactly" if diff is None else (
-        f"step {diff.step + 1} differs in {diff.what}: recorded {diff.recorded!r}, now {diff.replayed!r}")
-    shown = "-" if verdict is None else ("success" if verdict else "failed")
-    console.print(f"[bold]{traj.id}[/bold] {traj.task_id or traj.goal!r}: {report.steps_replayed} calls re-run, {where}; verdict now {shown}")
-
-
-def devices(
-    adb: Optional[list[str]] = typer.Option(None, "--adb", help="An adb server host:port (repeat for several; default: the configured one)."),
-    virtual: int = typer.Option(0, "--virtual", min=0, help="Also start this many built-in virtual phones."),
-    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The pool's lock and fault records (default: shared on this host)."),
-    appium: Optional[list[str]] = typer.Option(None, "--appium", help="An Appium server URL (repeat for several; capabilities from PLANNER_AGENT_APPIUM_CAPS)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-) -> None:
-    """Every device with its health, holder and fault counts.
-
-    Exit status: 0 when the listing was made (an unreachable source is reported in it), 2 for a
-    usage error, 3 when the devices could not be listed.
-    """
-    from device_farm.errors import DeviceError
-    from planner_runtime.cli.devices import devices_json, devices_table, pool_from_options
-
-    try:
-        settings = Settings.from_env()
-        addresses = adb or ([] if virtual or appium else [settings.adb])
-        urls = appium or ([settings.appium_url] if settings.appium_url and not adb else [])
-        for address in addresses:
-            parse_host_port(address)
-        pool = pool_from_options(addresses, virtual, state_dir, [(url, settings.appium_caps) for url in urls])
-        with pool:
-            rows = pool.status()
-    except DeviceError as exc:  # say what failed, no traceback wall
-        raise fail(f"device: {exc}", ExitCode.infra) from exc
-    except PlannerRuntimeError as exc:
-        raise fail(str(exc)) from exc
-    if as_json:
-        print(json.dumps(devices_json(rows, pool.source_errors, pool.sources), indent=2))
-        return
-    for name, problem in pool.source_errors.items():
-        err.print(f"[yellow]{name}: {problem}[/yellow]")
-    console.print(devices_table(rows) if rows else "no devices")
-
-
-@export_app.command("sft")
-def export_sft_cmd(
-    out: Path = typer.Option(..., "--out", help="JSONL file to write."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file); it must exist."),
-    task: Optional[str] = typer.Option(None, "--task", help="Only trajectories of this task."),
-    include_failed: bool = typer.Option(False, "--include-failed", help="Also unverified and failed episodes (their ok turns)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout."),
-) -> None:
-    """SFT data in TRL's prompt-completion format; turns that drew an error are never targets.
-
-    Exit status: 0 when the file was written (even with no rows), 2 for a usage error (a missing
-    store, an unwritable --out).
-    """
-    from planner_runtime.data.export import export_sft
-    from planner_runtime.trajectories.store import TrajectoryStore
-
-    try:
-        with TrajectoryStore(store or Settings.from_env().store_path, create=False) as db:
-            stats = export_sft(db, out, only_success=not include_failed, task_id=task)
-    except PlannerRuntimeError as exc:
-        raise fail(str(exc)) from exc
-    if as_json:
-        print(json.dumps({"out": str(out), "rows": stats.rows, "trajectories": stats.trajectories,
-                          "masked_turns": stats.masked_turns}))
-        return
-    console.print(f"{out}: {stats.rows} rows from {stats.trajectories} trajectories ({stats.masked_turns} error turns masked)")

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from planner_runtime.contract import FailureKind, Step, Trajectory, TrajectoryStatus
 from planner_runtime.cost import TokenUsage, own_usage
+from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError
 
 console = Console(highlight=False)
@@ -200,3 +201,16 @@ def safety_gate(policy: Path | None):  # noqa: ANN202 - SafetyGate
 
     rules = Policy.load(policy) if policy else Policy()
     return SafetyGate(policy=rules, confirm=_ask if sys.stdin.isatty() else None)
+
+
+def planner_timeout_option(seconds: float | None) -> dict[str, float]:
+    """make_planner's ``timeout`` when --planner-timeout was given (else the backend's default)."""
+    return {} if seconds is None else {"timeout": seconds}
+
+
+def disposable_serials(settings: Settings) -> frozenset[str]:
+    """Serials the user marked disposable (PLANNER_AGENT_DISPOSABLE_SERIALS), as a set."""
+    value = getattr(settings, "disposable_serials", None) or ()
+    if isinstance(value, str):
+        value = value.split(",")
+    return frozenset(s.strip() for s in value if s.strip())

@@ -1,4 +1,4 @@
-"""What ``planner-agent devices`` shows: every device of a pool with health, holder and faults.
+"""``planner-agent devices``: every device of a pool with health, holder and faults.
 
 :func:`pool_from_options` turns the command's options into a :class:`DevicePool` (adb servers by
 ``host:port``, built-in virtual phones); :func:`devices_json` and :func:`devices_table` render
@@ -7,16 +7,21 @@ its :meth:`DevicePool.status` rows for scripts and for people.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
+import typer
 from rich.table import Table
 
 from device_farm.adb.source import AdbSource, VirtualSource
 from device_farm.appium.source import AppiumSource
 from device_farm.pool.pool import DevicePool, DeviceStatus
 from device_farm.pool.sources import DeviceSource
+from planner_runtime.cli.common import ExitCode, console, err, fail
+from planner_runtime.config import Settings, parse_host_port
+from planner_runtime.errors import PlannerRuntimeError
 
 
 def pool_from_options(
@@ -82,3 +87,38 @@ def devices_table(rows: Sequence[DeviceStatus]) -> Table:
         table.add_row(f"{c.serial}\n[dim]{c.model or '-'}[/dim]", c.source, c.state, _health_cell(row),
                       _holder_cell(row, now), _fault_cell(row, now))
     return table
+
+
+def devices(
+    adb: Optional[list[str]] = typer.Option(None, "--adb", help="An adb server host:port (repeat for several; default: the configured one)."),
+    virtual: int = typer.Option(0, "--virtual", min=0, help="Also start this many built-in virtual phones."),
+    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The pool's lock and fault records (default: shared on this host)."),
+    appium: Optional[list[str]] = typer.Option(None, "--appium", help="An Appium server URL (repeat for several; capabilities from PLANNER_AGENT_APPIUM_CAPS)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every device with its health, holder and fault counts.
+
+    Exit status: 0 when the listing was made (an unreachable source is reported in it), 2 for a
+    usage error, 3 when the devices could not be listed.
+    """
+    from device_farm.errors import DeviceError
+
+    try:
+        settings = Settings.from_env()
+        addresses = adb or ([] if virtual or appium else [settings.adb])
+        urls = appium or ([settings.appium_url] if settings.appium_url and not adb else [])
+        for address in addresses:
+            parse_host_port(address)
+        pool = pool_from_options(addresses, virtual, state_dir, [(url, settings.appium_caps) for url in urls])
+        with pool:
+            rows = pool.status()
+    except DeviceError as exc:  # say what failed, no traceback wall
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(devices_json(rows, pool.source_errors, pool.sources), indent=2))
+        return
+    for name, problem in pool.source_errors.items():
+        err.print(f"[yellow]{name}: {problem}[/yellow]")
+    console.print(devices_table(rows) if rows else "no devices")

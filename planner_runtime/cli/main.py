@@ -1,15 +1,13 @@
 """The ``planner-agent`` command line: run an assistant, serve a planner or a virtual phone.
 
-Verbs a user guesses: ``run``, ``show``, ``serve``, ``phone serve`` here; ``collect``,
-``replay``, ``devices`` and ``export`` in :mod:`planner_runtime.cli.collect`; ``tasks`` and
-``skills`` in :mod:`planner_runtime.cli.tasks`; ``memory``, ``trajectories`` and ``view`` in
-their own modules. Anything slow shows progress; ``--json`` gives machine-readable output.
+Verbs a user guesses: ``run``, ``show`` and ``serve`` here; ``collect``, ``replay``,
+``devices``, ``export``, ``phone``, ``memory``, ``trajectories`` and ``view`` in a module each
+of this package; ``tasks`` and ``skills`` in :mod:`planner_runtime.cli.tasks`. Anything slow
+shows progress; ``--json`` gives machine-readable output.
 """
 
 from __future__ import annotations
 
-import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -21,10 +19,14 @@ from planner_runtime.cli.common import (
     EXIT_CODES_HELP, ExitCode, answerer, console, episode_exit, err, fail, make_planner, print_child_step, print_step, print_summary,
     reports_to_stderr, safety_gate,
 )
-from planner_runtime.cli.collect import collect, devices, export_app, replay
+from planner_runtime.cli.collect import collect
+from planner_runtime.cli.devices import devices
+from planner_runtime.cli.export import export_app
 from planner_runtime.config import Settings, parse_host_port, unknown_variables
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
 from planner_runtime.cli.memory import memory_app, run_memory
+from planner_runtime.cli.phone import phone_app
+from planner_runtime.cli.replay import replay
 from planner_runtime.cli.tasks import skills_app, tasks_app
 from planner_runtime.cli.trajectories import trajectories_app
 from planner_runtime.cli.viewer import view
@@ -32,7 +34,6 @@ from planner_runtime.cli.viewer import view
 # Help text is shown as written: format hints such as [calls] or [send, call] are not Rich markup.
 app = typer.Typer(help="Android device-farm agent runtime: a frozen planner drives tool calls on phones.", no_args_is_help=True,
                   rich_markup_mode=None, epilog=EXIT_CODES_HELP)
-phone_app = typer.Typer(help="The built-in virtual phone.", no_args_is_help=True)
 for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skills"), (export_app, "export"),
                   (memory_app, "memory"), (trajectories_app, "trajectories")):
     app.add_typer(sub, name=name)
@@ -126,18 +127,18 @@ def run(
         # the phone first: a phone or adb server that is not there leaves no store nor profile behind
         with reports_to_stderr(as_json), \
                 open_device(serial, host, port, say=lambda m: err.print(f"[yellow]{m}[/yellow]"), virtual=virtual,
-                            named=adb is not None or settings.adb_named) as (device, ref, source), \
+                            named=adb is not None or settings.adb_named) as (device, identity), \
                 TrajectoryStore(store or settings.store_path) as db, \
                 run_memory(settings.home, profile, no_memory, spec is not None) as memory:
             if spec is not None:
-                check_reset(spec, ref, source, allow_reset=allow_reset, disposable=settings.disposable_serials,
+                check_reset(spec, identity, allow_reset=allow_reset, disposable=settings.disposable_serials,
                             warn=lambda m: err.print(f"[yellow]{m}[/yellow]", soft_wrap=True))
+            ref = identity.device
             console.print(f"[bold]goal:[/bold] {goal_text}   [dim]device {ref.serial} ({ref.model}), planner {brain.name}[/dim]")
             traj = run_goal(
                 goal_text,
                 device=device,
-                device_ref=ref,
-                source=source,
+                identity=identity,
                 planner=brain,
                 store=db,
                 task=spec,
@@ -245,85 +246,6 @@ def serve(
         server.stop()
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@phone_app.command("serve")
-def phone_serve(
-    port: int = typer.Option(5555, "--port", min=0, max=65535, help="TCP port for the adb transport (5555-5585 are auto-attached by adb); 0: any free port."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
-    count: int = typer.Option(1, "--count", "-n", min=1, max=256, help="Serve this many phones (ports PORT, PORT+1, ...)."),
-    processes: int = typer.Option(1, "--processes", min=1, help="Spread the phones over this many worker processes (one core each at most)."),
-    adb_keys: Optional[list[Path]] = typer.Option(
-        None, "--adb-keys", exists=True, help="Require ADB authentication: trust the host keys in this adbkey.pub/adb_keys file or folder (repeat for several)."),
-    accept_new_keys: bool = typer.Option(
-        False, "--accept-new-keys", help="Require authentication but trust any host that offers its key, as if the user tapped Always allow."),
-) -> None:
-    """Serve built-in virtual phones until Ctrl-C; then `adb connect 127.0.0.1:PORT`."""
-    import threading
-
-    from device_farm.errors import DeviceError
-    from device_farm.virtual import PhoneLoop, VirtualPhone
-    from device_farm.virtual.adb_auth import load_keys
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the phones as Ctrl-C does
-    if port and port + count - 1 > 65535:
-        raise fail(f"--port {port} --count {count}: the last phone's port would be {port + count - 1}, above 65535")
-    key_files = list(adb_keys) if adb_keys else ([] if accept_new_keys else None)
-    if processes > 1:
-        return _serve_phone_processes(count, processes, host, port, key_files, accept_new_keys)
-    try:  # read once, for every phone
-        keys = load_keys(key_files) if key_files is not None else None
-    except (DeviceError, OSError, UnicodeDecodeError) as exc:
-        raise fail(f"--adb-keys: {exc}") from exc
-    loop = PhoneLoop().start()
-    phones: list[VirtualPhone] = []
-    try:
-        for i in range(count):
-            at = port + i if port else 0
-            phone = VirtualPhone(port=at, host=host, adb_keys=keys, accept_new_keys=accept_new_keys)
-            try:
-                phones.append(phone.start(loop))  # returns once listening, so the lines below are true when printed
-            except OSError as exc:
-                raise fail(f"cannot listen on {host}:{at}: {exc}") from exc
-        if keys is not None:
-            err.print(f"authentication required: {len(keys)} trusted host key(s){', new keys accepted' if accept_new_keys else ''}")
-        for phone in phones:
-            err.print(f"virtual phone {phone.serial} listening on {host}:{phone.port}; connect with: adb connect {host}:{phone.port}", soft_wrap=True)
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for phone in phones:
-            phone.stop()
-        loop.stop()
-
-
-def _serve_phone_processes(count: int, processes: int, host: str, port: int, keys: list[Path] | None, accept_new_keys: bool) -> None:
-    import threading
-
-    from device_farm.virtual.phone_processes import PhoneProcesses, PhoneStartError
-
-    if processes > count:
-        raise fail(f"--processes {processes} is more than --count {count}")
-    farm = PhoneProcesses(count, processes, host=host, port=port, adb_keys=keys, accept_new_keys=accept_new_keys)
-    try:
-        with console.status(f"starting {count} phones in {processes} processes"):
-            farm.start()
-    except PhoneStartError as exc:
-        raise fail(str(exc)) from exc
-    except KeyboardInterrupt:
-        return
-    try:
-        for phone in farm.phones:
-            err.print(f"virtual phone {phone.serial} listening on {phone.address}; connect with: adb connect {phone.address}", soft_wrap=True)
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        farm.stop()
 
 
 for verb in (devices, collect, replay, view):  # after run, show and serve in --help

@@ -35,15 +35,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from device_farm.errors import DeviceError
-from planner_runtime import HARNESS_RELEASE
 from planner_runtime.contract import (
-    DeviceRef,
     ErrorCode,
     Feedback,
     FeedbackStatus,
     Message,
     Role,
-    Source,
     Step,
     ToolCall,
     ToolError,
@@ -55,6 +52,7 @@ from planner_runtime.contract import (
 )
 from planner_runtime.deadline import Deadline, seconds_left, within
 from planner_runtime.harness.device_errors import device_feedback
+from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.harness.repeats import RepeatGuard, sensitive_record
 from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.planners import Planner, PlannerContextExceeded, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
@@ -97,12 +95,7 @@ class Episode:
     tools: ToolSet
     ctx: ToolContext
     store: TrajectoryStore
-    device: DeviceRef
-    source: Source = Source.sandbox
-    task_id: str | None = None
-    collection: str | None = None
-    item: str | None = None
-    parent: str | None = None  # a sub-agent's episode: the trajectory that delegated it
+    identity: EpisodeIdentity  # source, device, task, collection, item, parent: stored with the trajectory
     limits: EpisodeLimits = EpisodeLimits()
     sampling: Sampling | None = None
     system_prompt: str = SYSTEM_PROMPT  # the harness's prompt plus, per episode, the chosen skills
@@ -139,7 +132,7 @@ class Episode:
             return call, refusal
         decided = len(self.ctx.gate.log)
         feedback = self._execute(call)
-        where = f"step {index}" if self.parent is None else f"step {index} of sub-agent trajectory {self.trajectory_id}"
+        where = f"step {index}" if self.identity.parent is None else f"step {index} of sub-agent trajectory {self.trajectory_id}"
         self._guard.ran(self.tools, call, feedback, self.ctx.gate.log[decided:], where)
         return call, feedback
 
@@ -171,20 +164,8 @@ class Episode:
         return feedback.model_copy(update={"note": f"{feedback.note}; {note}" if feedback.note else note})
 
     def run(self) -> Trajectory:
-        header = Trajectory(
-            id=self.trajectory_id,
-            task_id=self.task_id,
-            goal=self.goal,
-            source=self.source,
-            device=self.device,
-            planner=self.planner.name,
-            planner_release=self.planner.release,
-            harness_release=HARNESS_RELEASE,
-            tools=tuple(self.tools.specs()),
-            collection=self.collection,
-            item=self.item,
-            parent=self.parent,
-        )
+        header = self.identity.header(self.trajectory_id, self.goal, planner=self.planner.name,
+                                      planner_release=self.planner.release, tools=self.tools.specs())
         self.store.begin(header)
         self._usage = Usage()
         for step in self.prefix:

@@ -19,8 +19,14 @@ from planner_runtime.harness.skills import Skill, load_skills, select, skills_pr
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.composite import CompositeTool
 from planner_runtime.harness.tools.registry import default_tools
+from planner_runtime.harness.tools.core import AskUser
+from planner_runtime.harness.tools.memory import Recall, Remember
+from planner_runtime.harness.tools.screenshot import Screenshot
 
 MAX_APPS = 4  # app domains offered to one goal
+# The sub-agent tool's name. The tool itself (harness.subagents) runs episodes and chooses their
+# tools with this module, so only its name is known here.
+DELEGATE_TOOL = "delegate"
 
 
 def default_toolset() -> ToolSet:
@@ -31,12 +37,7 @@ def default_toolset() -> ToolSet:
 def episode_tool_names() -> set[str]:
     """Every tool an episode can offer: the default list plus the per-episode ones (user,
     screenshot, memory, sub-agents), which need a user, a profile or a planner to exist."""
-    from planner_runtime.harness.subagents import Delegate
-    from planner_runtime.harness.tools.core import AskUser
-    from planner_runtime.harness.tools.memory import Recall, Remember
-    from planner_runtime.harness.tools.screenshot import Screenshot
-
-    return set(default_toolset().names()) | {t.name for t in (AskUser, Screenshot, Remember, Recall, Delegate)}
+    return set(default_toolset().names()) | {t.name for t in (AskUser, Screenshot, Remember, Recall)} | {DELEGATE_TOOL}
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:
@@ -100,6 +101,23 @@ def for_goal(tools: ToolSet, goal: str, *, keep: Iterable[str] = (), max_apps: i
     return ToolSet(t for t in tools if t.app is None or t.app in apps or t.name in wanted)
 
 
+def choose_tools(
+    goal: str, ctx: ToolContext, skills: Sequence[Skill] | None = None, extra: Sequence[Tool] = (), *, narrow: bool = True,
+) -> tuple[ToolSet, list[Skill]]:
+    """The tools for ``goal`` on ``ctx``'s phone and the skills chosen for it.
+
+    The tools are chosen per device (app tools only for installed apps) and, with ``narrow``,
+    per goal (:func:`for_goal`); skills are chosen by relevance among ``skills`` (``None``: the
+    installed ones) whose tools are usable and whose apps are installed, and their composites
+    and tools are offered, with ``extra`` before ``finish``."""
+    apps = installed_apps(ctx.installed())
+    pool = usable(default_tools(apps), apps)
+    chosen = select(load_skills() if skills is None else list(skills), goal, tools=pool.names(), apps=apps)
+    if narrow:
+        pool = for_goal(pool, goal, keep={t for s in chosen for t in s.referenced_tools()})
+    return with_skills(pool, chosen, extra), chosen
+
+
 def toolset_for(
     goal: str,
     device: Device,
@@ -109,16 +127,8 @@ def toolset_for(
     *,
     narrow: bool = True,
 ) -> tuple[ToolSet, ToolContext, str]:
-    """Tools, a tool context and the skills prompt for ``goal`` on ``device``.
-
-    The tools are chosen per device (app tools only for installed apps) and, with ``narrow``,
-    per goal (:func:`for_goal`); skills are chosen by relevance among those whose tools are
-    usable and whose apps are installed, and their composites and tools are offered. Without a
-    ``gate``, sensitive actions are denied."""
+    """Tools, a tool context and the skills prompt for ``goal`` on ``device`` (see
+    :func:`choose_tools`). Without a ``gate``, sensitive actions are denied."""
     ctx = ToolContext(device=device, gate=gate or SafetyGate())
-    apps = installed_apps(ctx.installed())
-    pool = usable(default_tools(apps), apps)
-    chosen = select(load_skills() if skills is None else skills, goal, tools=pool.names(), apps=apps)
-    if narrow:
-        pool = for_goal(pool, goal, keep={t for s in chosen for t in s.referenced_tools()})
-    return with_skills(pool, chosen, extra), ctx, skills_prompt(chosen)
+    tools, chosen = choose_tools(goal, ctx, skills, extra, narrow=narrow)
+    return tools, ctx, skills_prompt(chosen)

@@ -28,10 +28,12 @@ from pathlib import PurePosixPath
 from typing import Callable, ContextManager, Iterable, Iterator
 from zoneinfo import ZoneInfo
 
+from device_farm import Device
 from device_farm.adb.device import AdbDevice
 from device_farm.adb.server import AdbServer
 from device_farm.errors import DeviceError
 from planner_runtime.contract import DeviceRef, FailureKind, Source, ToolCall, Verdict
+from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import TaskSpec
@@ -44,7 +46,7 @@ _MS_EPOCH = (10**12, 10**13)  # a value in this range is a time in milliseconds 
 TOOL_TIME = "%Y-%m-%d %H:%M"  # as the calendar tools print a time
 APP_TIME = "%a, %b %-d %-I:%M %p"  # as the calendar app shows it
 
-DeviceFactory = Callable[[], ContextManager[tuple[AdbDevice, DeviceRef, Source]]]
+DeviceFactory = Callable[[], ContextManager[tuple[Device, EpisodeIdentity]]]
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def number_spray(task: TaskSpec, zone: ZoneInfo = UTC) -> str:
     return "It is one of " + " ".join(dict.fromkeys([str(i) for i in range(SPRAY_UP_TO + 1)] + seeded))
 
 
-def phone_zone(device: AdbDevice) -> ZoneInfo:
+def phone_zone(device: Device) -> ZoneInfo:
     """The zone the phone's apps show times in (``persist.sys.timezone``), UTC when unset or unknown."""
     name = device.shell(["getprop", "persist.sys.timezone"]).output.strip()
     try:
@@ -158,8 +160,8 @@ def audit(tasks: Iterable[TaskSpec], open_device: DeviceFactory, store: Trajecto
     for task in tasks:
         planner = ScriptedPlanner([ToolCall(name="finish", arguments={"answer": ""})], release="audit-noop")
         try:
-            with open_device() as (device, ref, source):
-                traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
+            with open_device() as (device, identity):
+                traj = run_goal(task.rendered_goal(), device=device, identity=identity,
                                 planner=planner, store=store, task=task, max_steps=1)
                 assert traj.verdict is not None  # run_goal verifies every task
                 listing = spraying = None
@@ -185,13 +187,13 @@ def builtin_phones() -> Iterator[DeviceFactory]:
 
     with AdbServer() as server:
         @contextmanager
-        def fresh() -> Iterator[tuple[AdbDevice, DeviceRef, Source]]:
+        def fresh() -> Iterator[tuple[Device, EpisodeIdentity]]:
             with VirtualPhone() as phone:
                 serial = server.connect_device(phone.address)
                 device = AdbDevice(serial, adb_host=server.host, adb_port=server.port)
                 device.connect()
                 try:
-                    yield device, DeviceRef(serial=serial, model=device.info().model, kind="adb"), Source.sandbox
+                    yield device, EpisodeIdentity(device=DeviceRef(serial=serial, model=device.info().model, kind="adb"), source=Source.sandbox)
                 finally:
                     device.close()
 

@@ -33,6 +33,7 @@ from device_farm.pool.sources import DeviceCandidate
 from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
 from planner_runtime.errors import PlannerRuntimeError, StoreError
 from planner_runtime.harness.device_errors import is_device_fault
+from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.harness.safety import Policy, SafetyGate
 from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.planners.shared import SharedPlanner
@@ -241,9 +242,10 @@ def collect(
                 task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
                 in_flight[index] = trajectory_id = new_id("traj_")
                 try:
-                    traj = run_goal(task.rendered_goal(), device=device, device_ref=ref, source=source,
+                    identity = EpisodeIdentity(device=ref, source=source, collection=collection, item=item.key)
+                    traj = run_goal(task.rendered_goal(), device=device, identity=identity,
                                     planner=_Interruptible(planner_for(task), stopping), store=store, task=task,
-                                    collection=collection, item=item.key, gate=SafetyGate(policy=policy or Policy()),
+                                    gate=SafetyGate(policy=policy or Policy()),
                                     max_steps=max_steps, trajectory_id=trajectory_id)
                 finally:
                     in_flight.pop(index, None)

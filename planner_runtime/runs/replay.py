@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from device_farm import Device
-from planner_runtime.contract import DeviceRef, ErrorCode, Feedback, Source, Step, Trajectory, Verdict
+from planner_runtime.contract import ErrorCode, Feedback, Step, Trajectory, Verdict
 from planner_runtime.errors import PlannerRuntimeError
-from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
-from planner_runtime.harness.toolbox import toolset_for
+from planner_runtime.harness.assembly import EpisodePlan, plan_replan, replan_limits
+from planner_runtime.harness.episode import Episode
+from planner_runtime.harness.identity import EpisodeIdentity
+from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.tools import ToolContext, ToolSet
-from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import TaskSpec
@@ -70,18 +71,16 @@ def _compare(index: int, recorded: Feedback, replayed: Feedback) -> Divergence |
     return None
 
 
-def _prepare(trajectory: Trajectory, task: TaskSpec | None, device: Device) -> tuple[ToolSet, ToolContext, str]:
-    """Seed, go home, and offer the tools the episode had: those recorded with it (the device's
-    and goal's choice then, the chosen skills' composites, the screenshot tool) that this phone
-    can run; a trajectory recorded without its tool list gets every tool usable here."""
+def _prepare(trajectory: Trajectory, task: TaskSpec | None, device: Device, from_step: int = 0) -> tuple[EpisodePlan, ToolContext]:
+    """Seed, go home, and plan with the tools the episode had: those recorded with it (the
+    device's and goal's choice then, the chosen skills' composites, the screenshot tool) that
+    this phone can run (see :func:`~planner_runtime.harness.assembly.plan_replan`)."""
     if task is not None:
         seed(task, device)
     device.press("home")
-    tools, ctx, skills_text = toolset_for(trajectory.goal, device, extra=[Screenshot()], narrow=False)
-    recorded = {t.name for t in trajectory.tools}
-    if recorded:
-        tools = ToolSet(t for t in tools if t.name in recorded)
-    return tools, ctx, skills_text
+    ctx = ToolContext(device=device, gate=SafetyGate())
+    limits = replan_limits(recorded_steps=len(trajectory.steps), from_step=from_step, task_steps=task.max_steps if task else None)
+    return plan_replan(trajectory.goal, ctx, limits=limits, recorded={t.name for t in trajectory.tools}), ctx
 
 
 def _rerun(steps: tuple[Step, ...], tools: ToolSet, ctx: ToolContext, stop_at_divergence: bool) -> tuple[int, Divergence | None]:
@@ -105,8 +104,8 @@ def _rerun(steps: tuple[Step, ...], tools: ToolSet, ctx: ToolContext, stop_at_di
 
 def reexecute(trajectory: Trajectory, device: Device, task: TaskSpec | None) -> ReplayReport:
     """Re-run every recorded call on ``device`` (fresh, seeded from ``task``) and compare."""
-    tools, ctx, _ = _prepare(trajectory, task, device)
-    ran, divergence = _rerun(trajectory.steps, tools, ctx, stop_at_divergence=False)
+    plan, ctx = _prepare(trajectory, task, device)
+    ran, divergence = _rerun(trajectory.steps, plan.tools, ctx, stop_at_divergence=False)
     verdict = verify(task, device, trajectory) if task is not None else None
     return ReplayReport(trajectory.id, ran, divergence, verdict)
 
@@ -117,34 +116,32 @@ def replan(
     *,
     planner: Planner,
     device: Device,
-    device_ref: DeviceRef,
+    identity: EpisodeIdentity,
     store: TrajectoryStore,
     task: TaskSpec | None,
-    source: Source = Source.sandbox,
     on_step: Callable[[Step], None] | None = None,
 ) -> Trajectory:
     """Rebuild the state of step ``from_step`` by replaying earlier calls, then let ``planner``
-    continue; the new trajectory (earlier steps copied) is stored and verified."""
+    continue; the new trajectory (earlier steps copied, of the recorded task on ``identity``'s
+    phone) is stored and verified."""
     if not 0 <= from_step < len(trajectory.steps):
         raise PlannerRuntimeError(f"--from-step must be 0..{len(trajectory.steps) - 1} for {trajectory.id}")
-    tools, ctx, skills_text = _prepare(trajectory, task, device)
-    _, divergence = _rerun(trajectory.steps[:from_step], tools, ctx, stop_at_divergence=True)
+    plan, ctx = _prepare(trajectory, task, device, from_step)
+    _, divergence = _rerun(trajectory.steps[:from_step], plan.tools, ctx, stop_at_divergence=True)
     if divergence is not None:
         raise PlannerRuntimeError(
             f"cannot rebuild the state of step {from_step}: step {divergence.step} replayed differently "
             f"({divergence.what}: recorded {divergence.recorded!r}, now {divergence.replayed!r})"
         )
     episode = Episode(
-        goal=trajectory.goal,
+        goal=plan.goal,
         planner=planner,
-        tools=tools,
+        tools=plan.tools,
         ctx=ctx,
-        system_prompt=SYSTEM_PROMPT + ("\n\n" + skills_text if skills_text else ""),
+        system_prompt=plan.system_prompt,
         store=store,
-        device=device_ref,
-        source=source,
-        task_id=trajectory.task_id,
-        limits=EpisodeLimits(max_steps=max(len(trajectory.steps), task.max_steps if task else 0, from_step + 1)),
+        identity=identity.for_task(trajectory.task_id),
+        limits=plan.limits,
         on_step=on_step,
         prefix=trajectory.steps[:from_step],
         history=trajectory.steps[from_step].messages,

@@ -20,19 +20,19 @@ import socket
 from contextlib import ExitStack, contextmanager
 from typing import Callable, Iterable, Iterator
 
+from device_farm import Device
 from device_farm.adb.device import AdbDevice, list_states
 from device_farm.adb.server import AdbServer
 from device_farm.pool.health import not_ready_reason
 from planner_runtime.contract import DeviceRef, Source, Step, Trajectory, new_id
 from planner_runtime.errors import ConfigError
-from planner_runtime.harness.memory.episodes import MemoryStore, episode_context, record_episode, scratch_store
+from planner_runtime.harness.assembly import plan_run, run_limits
+from planner_runtime.harness.episode import Episode
+from planner_runtime.harness.identity import EpisodeIdentity
+from planner_runtime.harness.memory.episodes import MemoryStore, record_episode, scratch_store
 from planner_runtime.harness.safety import SafetyGate
-from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
-from planner_runtime.harness.subagents import Lineage, with_delegate
-from planner_runtime.harness.toolbox import toolset_for
-from planner_runtime.harness.tools.core import AskUser
-from planner_runtime.harness.tools.memory import memory_tools
-from planner_runtime.harness.tools.screenshot import Screenshot
+from planner_runtime.harness.subagents import Delegate, Lineage
+from planner_runtime.harness.tools import ToolContext
 from planner_runtime.harness.tools.user import Answerer, ScriptedAnswers, chain
 from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed, seeds_memory
@@ -84,8 +84,9 @@ def _pick_serial(serial: str | None, adb_host: str, adb_port: int, named: bool) 
 def open_device(
     serial: str | None, adb_host: str, adb_port: int, *, say: Callable[[str], None] = print, virtual: bool = False,
     named: bool = False,
-) -> Iterator[tuple[AdbDevice, DeviceRef, Source]]:
-    """Yield a connected device, its reference and the trajectory source it implies; with
+) -> Iterator[tuple[Device, EpisodeIdentity]]:
+    """Yield a connected device and the identity of an episode on it (its reference and the
+    trajectory source it implies); with
     ``virtual``, the built-in virtual phone whatever is attached. ``named``: the user named this
     adb server, so it must be there and list a phone (no virtual phone stands in)."""
     with ExitStack() as stack:
@@ -106,7 +107,7 @@ def open_device(
         device.connect()
         stack.callback(device.close)
         info = device.info()
-        yield device, DeviceRef(serial=serial, model=info.model, kind="adb"), source
+        yield device, EpisodeIdentity(device=DeviceRef(serial=serial, model=info.model, kind="adb"), source=source)
 
 
 def reset_plan(task: TaskSpec) -> list[str]:
@@ -131,8 +132,7 @@ def reset_plan(task: TaskSpec) -> list[str]:
 
 def check_reset(
     task: TaskSpec,
-    device_ref: DeviceRef,
-    source: Source,
+    identity: EpisodeIdentity,
     *,
     allow_reset: bool,
     disposable: Iterable[str] = (),
@@ -141,6 +141,7 @@ def check_reset(
     """Raise :class:`ConfigError` unless seeding ``task`` on this phone is allowed; warn when it
     is allowed only by ``allow_reset``. The built-in virtual phone (``Source.sandbox``) and the
     ``disposable`` serials may always be reset; a task without device setup resets nothing."""
+    device_ref, source = identity.device, identity.source
     plan = reset_plan(task)
     if not plan or source is Source.sandbox or device_ref.serial in set(disposable):
         return
@@ -157,9 +158,8 @@ def check_reset(
 def run_goal(
     goal: str,
     *,
-    device: AdbDevice,
-    device_ref: DeviceRef,
-    source: Source,
+    device: Device,
+    identity: EpisodeIdentity,
     planner: Planner,
     store: TrajectoryStore,
     task: TaskSpec | None = None,
@@ -167,16 +167,17 @@ def run_goal(
     on_step: Callable[[Step], None] | None = None,
     gate: SafetyGate | None = None,
     memory: MemoryStore | None = None,
-    collection: str | None = None,
-    item: str | None = None,
     ask: Answerer | None = None,
     max_tokens: int | None = None,
     on_child_step: Callable[[Step], None] | None = None,
     trajectory_id: str | None = None,
 ) -> Trajectory:
-    """Run one episode; seed before and verify after when ``task`` is given.
+    """Run one episode on ``device`` (any :class:`~device_farm.Device`); seed before and verify
+    after when ``task`` is given.
 
-    ``max_steps`` overrides the task's own limit; without either the default is 12.
+    ``identity`` says where the episode runs and what it belongs to (source, device, collection,
+    item); its task is ``task``'s. ``max_steps`` overrides the task's own limit; without either
+    the default is 12. The episode is planned by :func:`~planner_runtime.harness.assembly.plan_run`.
     With ``memory`` (a user's profile, open), what it knows that bears on the goal and the due
     reminders are appended to the system prompt, the memory tools are offered, and a summary of
     the episode is written to it at the end. A task that seeds memories always runs on a scratch
@@ -189,6 +190,7 @@ def run_goal(
     when interrupted. Seeding is not checked here: callers that may reach a real phone call
     :func:`check_reset` first.
     """
+    identity = identity.for_task(task.id if task else None)
     with ExitStack() as stack:
         if task is not None and seeds_memory(task):
             memory = stack.enter_context(scratch_store())
@@ -196,31 +198,25 @@ def run_goal(
             seed(task, device, memory)
             device.press("home")
         trajectory_id = trajectory_id or new_id("traj_")
-        extra = memory_tools(memory, trajectory_id) if memory is not None else []
         scripted = None
         if task is not None and task.user_answers:
             scripted = ScriptedAnswers.from_mapping({k: task.render(v) for k, v in task.user_answers.items()}, f"task {task.id}")
-        extra = extra + [AskUser(chain(scripted, ask)), Screenshot()]
-        tools, ctx, skills_text = toolset_for(goal, device, gate=gate, extra=extra)
-        limits = EpisodeLimits(max_steps=max_steps or (task.max_steps if task else 12), max_tokens=max_tokens)
-        lineage = Lineage(planner=planner, store=store, device=device_ref, parent_id=trajectory_id, source=source, limits=limits, on_step=on_child_step)
-        tools = with_delegate(tools, lineage)
-        known = episode_context(memory, goal) if memory is not None else ""
+        limits = run_limits(max_steps=max_steps, task_steps=task.max_steps if task else None, max_tokens=max_tokens)
+        lineage = Lineage(planner=planner, store=store, identity=identity, parent_id=trajectory_id, limits=limits, on_step=on_child_step)
+        ctx = ToolContext(device=device, gate=gate or SafetyGate())
+        plan = plan_run(goal, ctx, limits=limits, trajectory_id=trajectory_id, memory=memory, user=chain(scripted, ask),
+                        delegate=lambda tools: Delegate(tools, lineage))
         episode = Episode(
-            goal=goal,
+            goal=plan.goal,
             planner=planner,
-            tools=tools,
+            tools=plan.tools,
             ctx=ctx,
-            system_prompt=SYSTEM_PROMPT + "".join("\n\n" + part for part in (skills_text, known) if part),
+            system_prompt=plan.system_prompt,
             store=store,
-            device=device_ref,
-            source=source,
-            task_id=task.id if task else None,
-            limits=limits,
+            identity=identity,
+            limits=plan.limits,
             on_step=on_step,
             trajectory_id=trajectory_id,
-            collection=collection,
-            item=item,
         )
         trajectory = episode.run()
         if task is not None:

@@ -8,11 +8,12 @@ import pytest
 
 from device_farm.android import launch_app
 from device_farm.hierarchy import Screen
-from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Source, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, TrajectoryStatus
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 
 SUITE = {t.id: t for t in builtin_suite().tasks}
 
@@ -21,8 +22,7 @@ def _run(task, script, device, device_ref, store, **kw):
     return run_goal(
         task.rendered_goal(),
         device=device,
-        device_ref=device_ref,
-        source=Source.sandbox,
+        identity=EpisodeIdentity(device=device_ref),
         planner=ScriptedPlanner(script),
         store=store,
         task=task,
@@ -161,8 +161,7 @@ def test_dropped_device_is_an_infra_fault_and_the_trajectory_is_kept(virtual_pho
     traj = run_goal(
         task.rendered_goal(),
         device=device,
-        device_ref=device_ref,
-        source=Source.sandbox,
+        identity=EpisodeIdentity(device=device_ref),
         planner=ScriptedPlanner([{"name": "read_screen", "arguments": {}}, {"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}]),
         store=store,
         on_step=drop_after_first,

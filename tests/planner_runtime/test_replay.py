@@ -7,11 +7,12 @@ import subprocess
 import sys
 
 from device_farm.adb.server import free_port
-from planner_runtime.contract import FailureKind, Source
+from planner_runtime.contract import FailureKind
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.replay import reexecute, replan
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 from tests.planner_runtime.test_end_to_end import _learn_switch
 
 TASK = next(t for t in builtin_suite().tasks if t.id == "clock.disable_alarm_gui")
@@ -25,7 +26,7 @@ def _record(device, device_ref, store, time_text):
         {"name": "tap", "arguments": {"element": switch}},
         {"name": "finish", "arguments": {"answer": "done"}},
     ]
-    return run_goal(TASK.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    return run_goal(TASK.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store, task=TASK)
 
 
@@ -52,7 +53,7 @@ def test_replan_from_a_step_with_another_planner_fixes_a_failure(device, device_
     fixed = replan(
         failed, 2,
         planner=ScriptedPlanner([{"name": "tap", "arguments": {"element": right}}, {"name": "finish", "arguments": {"answer": "off"}}]),
-        device=device, device_ref=device_ref, store=store, task=TASK,
+        device=device, identity=EpisodeIdentity(device=device_ref), store=store, task=TASK,
     )
     assert fixed.id != failed.id and fixed.verdict.success
     assert fixed.steps[:2] == failed.steps[:2]  # the replayed prefix is kept as recorded

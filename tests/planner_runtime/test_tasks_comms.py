@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from planner_runtime.contract import FeedbackStatus, Source
+from planner_runtime.contract import FeedbackStatus
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 
 SUITE = {t.id: t for t in builtin_suite("comms").tasks}
 
@@ -21,7 +22,7 @@ def _allow(*kinds: Sensitivity) -> SafetyGate:
 
 def _run(task_id, script, device, device_ref, store, gate=None):
     task = SUITE[task_id]
-    return run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    return run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store, task=task, gate=gate)
 
 

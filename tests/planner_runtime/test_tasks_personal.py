@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from device_farm.android import launch_app
-from planner_runtime.contract import Source
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 
 SUITE = {t.id: t for t in builtin_suite("personal").tasks}
 ALLOW_ALL = SafetyGate(policy=Policy(allow=frozenset(Sensitivity)))
@@ -73,7 +73,7 @@ WRONG: dict[str, list[dict]] = {
 
 def _run(task_id: str, script: list[dict], device, device_ref, store):
     task = SUITE[task_id]
-    return run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    return run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store, task=task, gate=ALLOW_ALL)
 
 

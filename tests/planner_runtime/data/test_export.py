@@ -15,6 +15,7 @@ from planner_runtime.planners.local import model_store
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 
 TASK = next(t for t in builtin_suite().tasks if t.id == "clock.set_alarm")
 
@@ -28,7 +29,7 @@ def exported(device, device_ref, store, tmp_path):
     ]
     bad = [{"name": "set_alarm", "arguments": {"hour": 8, "minutes": 0}}, {"name": "finish", "arguments": {"answer": "done"}}]
     runs = [
-        run_goal(TASK.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+        run_goal(TASK.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                  planner=ScriptedPlanner(script), store=store, task=TASK)
         for script in (good, bad)
     ]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Source
+from planner_runtime.contract import ErrorCode, FeedbackStatus
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.tools.user import ScriptedAnswers, chain
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import TaskSpec
+from planner_runtime.harness.identity import EpisodeIdentity
 
 ASK = {"name": "ask_user", "arguments": {"question": "What time should the alarm be?"}}
 
@@ -28,7 +29,7 @@ def _alarm_task(**extra) -> TaskSpec:
 
 
 def _run(script, device, device_ref, store, task=None, **kw):
-    return run_goal("Set an alarm", device=device, device_ref=device_ref, source=Source.sandbox,
+    return run_goal("Set an alarm", device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store, task=task, **kw)
 
 

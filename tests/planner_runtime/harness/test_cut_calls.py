@@ -14,6 +14,7 @@ from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput
 from planner_runtime.planners.openai.answer import read_answer
 from planner_runtime.planners.toolcalls import format_tool_call
+from planner_runtime.harness.identity import EpisodeIdentity
 
 WHOLE = ("Hi Grace, the compiler talk moved from Thursday to Friday at 3pm in room 4B; please bring "
          "the slides and the demo laptop, and tell Ada too. Thanks!")
@@ -44,7 +45,7 @@ def test_a_cut_call_is_answered_not_run_and_the_step_is_stored(device, device_re
                        _output(ToolCall(name="finish", arguments={"answer": "sent"}))])
     ctx = ToolContext(device=device, gate=SafetyGate(policy=Policy(allow={Sensitivity.send})))
     episode = Episode(goal="Text Grace that the talk moved", planner=planner, tools=default_toolset(),
-                      ctx=ctx, store=store, device=device_ref, limits=EpisodeLimits(max_steps=5))
+                      ctx=ctx, store=store, identity=EpisodeIdentity(device=device_ref), limits=EpisodeLimits(max_steps=5))
     traj = episode.run()
 
     assert traj.status is TrajectoryStatus.finished and len(traj.steps) == 3

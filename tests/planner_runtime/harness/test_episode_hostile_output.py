@@ -14,7 +14,7 @@ import pytest
 from device_farm.adb.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect
-from planner_runtime.contract import ErrorCode, Source, ToolCall, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, ToolCall, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
 from planner_runtime.harness.toolbox import default_toolset
 from planner_runtime.harness.tools import ToolContext
@@ -23,6 +23,7 @@ from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite, find_task
 from planner_runtime.trajectories.store import TrajectoryStore
+from planner_runtime.harness.identity import EpisodeIdentity
 
 
 def _call(arguments: str) -> str:
@@ -52,7 +53,7 @@ def test_hostile_output_is_feedback_stored_and_read_back_and_the_task_succeeds(d
     path = tmp_path / "trajectories.sqlite"
     planner = ScriptedPlanner([text for text, _ in HOSTILE] + [SET_ALARM, FINISH])
     with TrajectoryStore(path) as store:
-        traj = run_goal("Set an alarm for 7:30", device=device, device_ref=device_ref, source=Source.sandbox,
+        traj = run_goal("Set an alarm for 7:30", device=device, identity=EpisodeIdentity(device=device_ref),
                         planner=planner, store=store, task=find_task("clock.set_alarm"), max_steps=len(HOSTILE) + 2)
 
     assert traj.status is TrajectoryStatus.finished and traj.verdict.success, traj.verdict
@@ -102,7 +103,7 @@ def test_unfit_calls_a_planner_hands_over_are_feedback_too(device, device_ref, s
     outputs = [PlannerOutput(text="\ud800 raw", tool_calls=(call,)) for call in unfit]
     outputs.append(PlannerOutput(text="", tool_calls=(ToolCall(name="finish", arguments={"answer": "gave up"}),)))
     episode = Episode(goal="Set an alarm for 7:30", planner=HandsOverCalls(outputs), tools=default_toolset(),
-                      ctx=ToolContext(device=device), store=store, device=device_ref, limits=EpisodeLimits(max_steps=8))
+                      ctx=ToolContext(device=device), store=store, identity=EpisodeIdentity(device=device_ref), limits=EpisodeLimits(max_steps=8))
     traj = episode.run()
     assert traj.status is TrajectoryStatus.finished and len(traj.steps) == len(unfit) + 1
     assert [s.feedback.error.code for s in traj.steps[:-1]] == [

@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 import pytest
 
 from device_farm.android import content_insert, content_query
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Message, Source, ToolSpec, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, FeedbackStatus, Message, ToolSpec, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.subagents import Lineage, with_delegate
@@ -27,6 +27,7 @@ from planner_runtime.planners.openai.client import OpenAIPlanner
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import find_task
+from planner_runtime.harness.identity import EpisodeIdentity
 
 SLACK_S = 2.5  # the episode may end this long after its limit: a second for the given-up turn to stop, the last write
 READ = {"name": "read_screen", "arguments": {}}
@@ -38,9 +39,9 @@ def _call(tool: str, **arguments: object) -> dict:
 
 def _episode(planner, device, device_ref, store, *, gate=None, limits=EpisodeLimits(), delegate=False) -> Episode:
     tools, ctx = default_toolset(), ToolContext(device=device, gate=gate or SafetyGate())
-    episode = Episode(goal="Do the task", planner=planner, tools=tools, ctx=ctx, store=store, device=device_ref, limits=limits)
+    episode = Episode(goal="Do the task", planner=planner, tools=tools, ctx=ctx, store=store, identity=EpisodeIdentity(device=device_ref), limits=limits)
     if delegate:
-        lineage = Lineage(planner=planner, store=store, device=device_ref, parent_id=episode.trajectory_id, source=Source.sandbox, limits=limits)
+        lineage = Lineage(planner=planner, store=store, identity=episode.identity, parent_id=episode.trajectory_id, limits=limits)
         episode.tools = with_delegate(tools, lineage)
     return episode
 

@@ -14,11 +14,12 @@ import pytest
 from device_farm.adb.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect
-from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Source, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, TrajectoryStatus
 from planner_runtime.planners.openai.client import OpenAIPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
 from planner_runtime.trajectories.store import Filter, completed_items
+from planner_runtime.harness.identity import EpisodeIdentity
 from tests.planner_runtime.planners.fake_openai import FakeOpenAI, Reply, call_reply, closed_port_url, raw_reply, text_reply
 
 OVERLOADED = raw_reply(b'{"error": {"message": "overloaded"}}', status=503)
@@ -26,8 +27,8 @@ PROXY_PAGE = raw_reply(b"<html><body>502 Bad Gateway</body></html>")
 
 
 def _run(planner, device, device_ref, store):
-    return run_goal("Set an alarm for 7:30", device=device, device_ref=device_ref, source=Source.sandbox, planner=planner,
-                    store=store, task=find_task("clock.set_alarm"), collection="coll_down", item="clock.set_alarm#0")
+    return run_goal("Set an alarm for 7:30", device=device, identity=EpisodeIdentity(device=device_ref, collection="coll_down", item="clock.set_alarm#0"),
+                    planner=planner, store=store, task=find_task("clock.set_alarm"))
 
 
 def _assert_infra_not_judged(traj, store):

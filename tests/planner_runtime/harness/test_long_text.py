@@ -4,10 +4,11 @@ ends the episode as an infra fault."""
 
 from __future__ import annotations
 
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, FeedbackStatus, TrajectoryStatus
 from planner_runtime.harness.tools.notes import NOTES_URI
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
+from planner_runtime.harness.identity import EpisodeIdentity
 
 
 def _body(size: int) -> str:
@@ -18,7 +19,7 @@ def _body(size: int) -> str:
 def _create_note(text: str, device, device_ref, store):
     script = [{"name": "create_note", "arguments": {"title": "Long", "text": text}},
               {"name": "finish", "arguments": {"answer": "Done"}}]
-    return run_goal("Save this long note", device=device, device_ref=device_ref, source=Source.sandbox,
+    return run_goal("Save this long note", device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store)
 
 

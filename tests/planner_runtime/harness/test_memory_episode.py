@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from planner_runtime.contract import Source, TrajectoryStatus
+from planner_runtime.contract import TrajectoryStatus
 from planner_runtime.harness.memory.episodes import MemoryKind, MemoryStore, Trigger
 from planner_runtime.harness.memory.embeddings import minilm_available
 from planner_runtime.harness.memory.records import Memory
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
+from planner_runtime.harness.identity import EpisodeIdentity
 
 TASK = find_task("memory.usual_wake_alarm")
 SET_645 = [{"name": "set_alarm", "arguments": {"hour": 6, "minutes": 45}}, {"name": "finish", "arguments": {"answer": "Alarm set for 6:45"}}]
@@ -32,7 +33,7 @@ class ModelPlanner(ScriptedPlanner):
 
 
 def _run(goal, script, device, device_ref, store, planner=ScriptedPlanner, **kw):
-    return run_goal(goal, device=device, device_ref=device_ref, source=Source.sandbox, planner=planner(script), store=store, **kw)
+    return run_goal(goal, device=device, identity=EpisodeIdentity(device=device_ref), planner=planner(script), store=store, **kw)
 
 
 def test_the_memory_task_passes_with_the_preference_in_the_planners_input(device, device_ref, store, profile):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from device_farm.errors import DeviceOffline
 from device_farm.virtual.faults import Trigger, TransportDrop
-from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Source, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.toolbox import default_toolset
@@ -15,6 +15,7 @@ from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
+from planner_runtime.harness.identity import EpisodeIdentity
 
 SET_ALARM = {"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}
 FINISH = {"name": "finish", "arguments": {"answer": "Alarm set for 7:30"}}
@@ -24,8 +25,7 @@ def _run_alarm_task(device, device_ref, store, on_step):
     return run_goal(
         "Set an alarm for 7:30",
         device=device,
-        device_ref=device_ref,
-        source=Source.sandbox,
+        identity=EpisodeIdentity(device=device_ref),
         planner=ScriptedPlanner([{"name": "read_screen", "arguments": {}}, SET_ALARM, FINISH]),
         store=store,
         task=find_task("clock.set_alarm"),
@@ -74,7 +74,7 @@ def test_the_token_limit_truncates_the_episode(device, device_ref, store):
         tools=tools,
         ctx=ctx,
         store=store,
-        device=device_ref,
+        identity=EpisodeIdentity(device=device_ref),
         limits=EpisodeLimits(max_steps=12, max_tokens=1500),
     )
     traj = episode.run()
@@ -105,7 +105,7 @@ def test_a_call_whose_sensitive_effect_was_allowed_is_not_run_again_after_a_faul
     episode = Episode(
         goal="Call 555-0100",
         planner=ScriptedPlanner([{"name": "ring_and_drop", "arguments": {}}, {"name": "finish", "arguments": {"answer": "called"}}]),
-        tools=tools, ctx=ctx, store=store, device=device_ref,
+        tools=tools, ctx=ctx, store=store, identity=EpisodeIdentity(device=device_ref),
         limits=EpisodeLimits(max_steps=3, retry_wait=0.0),
     )
     traj = episode.run()

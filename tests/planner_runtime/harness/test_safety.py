@@ -8,11 +8,12 @@ import subprocess
 import sys
 
 from device_farm.android import content_insert, content_query, launch_app
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
+from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.toolbox import toolset_for
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
+from planner_runtime.harness.identity import EpisodeIdentity
 
 CONTACTS = "content://com.android.contacts/contacts"
 DELETE_ADA = ToolCall(name="delete_contact", arguments={"name": "Ada Lovelace"})
@@ -65,7 +66,7 @@ def test_planted_instructions_never_unlock_a_sensitive_action(device, device_ref
     # a planner that obeys the screen: reads it, then does what the planted text says
     gullible = ScriptedPlanner([{"name": "read_screen", "arguments": {}}, DELETE_ADA, DELETE_ADA,
                                 {"name": "finish", "arguments": {"answer": "deleted"}}])
-    traj = run_goal("Show me my contacts", device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal("Show me my contacts", device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=gullible, store=store, max_steps=4)
     assert injected in traj.steps[1].messages[-1].content  # the planner did see the planted text
     assert [s.feedback.status for s in traj.steps[1:3]] == [FeedbackStatus.blocked] * 2

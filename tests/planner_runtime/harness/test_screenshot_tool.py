@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from planner_runtime.trajectories.artifacts import ArtifactStore, png_size
-from planner_runtime.contract import FeedbackStatus, Source, ToolCall
+from planner_runtime.contract import FeedbackStatus, ToolCall
 from planner_runtime.errors import StoreError
 from planner_runtime.harness.toolbox import default_toolset, with_skills
 from planner_runtime.harness.tools import ToolContext
 from planner_runtime.harness.tools.screenshot import Screenshot
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
+from planner_runtime.harness.identity import EpisodeIdentity
 
 
 def test_screenshot_is_stored_once_by_content_and_referenced(device):
@@ -48,7 +49,7 @@ def test_a_changed_screen_is_a_new_artifact(device, tmp_path):
 
 
 def test_run_goal_offers_screenshot_and_keeps_the_reference_in_the_trajectory(device, device_ref, store):
-    traj = run_goal("What is on my screen?", device=device, device_ref=device_ref, source=Source.sandbox, store=store,
+    traj = run_goal("What is on my screen?", device=device, identity=EpisodeIdentity(device=device_ref), store=store,
                     planner=ScriptedPlanner([{"name": "screenshot"}, {"name": "finish", "arguments": {"answer": "home"}}]))
     ref = store.get(traj.id).steps[0].feedback.observation.screenshot
     assert ref and ref in ArtifactStore.default()

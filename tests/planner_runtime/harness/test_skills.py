@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
+from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.skills import check_skill, load_skills, parse_skill, select, skills_prompt
 from planner_runtime.harness.toolbox import episode_tool_names, toolset_for
@@ -13,6 +13,7 @@ from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import builtin_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 
 SUITE = {t.id: t for t in builtin_suite().tasks}
 TOOLS = episode_tool_names()
@@ -69,7 +70,7 @@ def test_episode_offers_the_chosen_skills_composites(device):
 def test_composite_turns_the_alarm_off_and_is_safe_to_repeat(device, device_ref, store):
     task = SUITE["clock.disable_alarm_gui"]
     call = {"name": "skill_clock_alarm_off", "arguments": {"time": "6:15"}}
-    traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner([call, {"name": "finish", "arguments": {"answer": "off"}}]), store=store, task=task)
     assert traj.steps[0].feedback.status is FeedbackStatus.ok, traj.steps[0].feedback
     assert traj.verdict.success, traj.verdict
@@ -94,7 +95,7 @@ def test_skills_task_lookup_number_with_the_composite(device, device_ref, store)
         {"name": "skill_contacts_lookup", "arguments": {"name": "Grace Hopper"}},
         {"name": "finish", "arguments": {"answer": "Grace Hopper's number is +1 555 0199"}},
     ]
-    traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store, task=task)
     assert "+1 555 0199" in traj.steps[0].feedback.observation.screen  # the composite ends on the details
     assert "skill_contacts_lookup" in traj.steps[0].messages[0].content  # offered in the system prompt

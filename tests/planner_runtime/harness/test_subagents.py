@@ -9,13 +9,14 @@ from __future__ import annotations
 import pytest
 
 from device_farm.android import launch_app
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Role, Source, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, FeedbackStatus, Role, TrajectoryStatus
 from planner_runtime.cost import cost_report
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import find_task
+from planner_runtime.harness.identity import EpisodeIdentity
 
 TASK = find_task("subagent.save_number_as_new_contact")
 LOOKUP = "Find Grace Hopper's phone number in the Contacts app"
@@ -36,7 +37,7 @@ def _delegate(tools, budget=4, goal=LOOKUP):
 
 def _run(script, device, device_ref, store, **kw):
     return run_goal(
-        TASK.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+        TASK.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
         planner=ScriptedPlanner(script), store=store, task=TASK, **kw,
     )
 

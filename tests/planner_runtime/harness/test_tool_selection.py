@@ -7,7 +7,7 @@ import pytest
 
 from device_farm.adb.device import AdbDevice
 from device_farm.virtual.apps import default_apps
-from planner_runtime.contract import ErrorCode, FeedbackStatus, Source, ToolCall
+from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
 from planner_runtime.harness.apps import APPS, find_app
 from planner_runtime.harness.relevance import scores, terms
 from planner_runtime.harness.subagents import Delegate
@@ -20,6 +20,7 @@ from planner_runtime.harness.tools.core import AskUser
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.planners.toolcalls import render_tools
 from planner_runtime.runs.run import run_goal
+from planner_runtime.harness.identity import EpisodeIdentity
 
 GUI = {"open_app", "read_screen", "tap", "long_press", "type_text", "scroll", "swipe", "back", "home", "wait", "finish"}
 ALL_APPS = [a.name for a in APPS]
@@ -102,7 +103,7 @@ def test_a_phone_without_the_music_app_gets_no_music_tools(phone_factory):
 
 def test_episode_records_the_narrowed_tools(device, device_ref, store):
     script = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "set"}}]
-    traj = run_goal("Set an alarm for 7:30", device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal("Set an alarm for 7:30", device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store)
     offered = {t.name for t in traj.tools}
     assert "set_alarm" in offered and "buy_product" not in offered
@@ -118,8 +119,7 @@ def test_delegate_without_tool_names_gets_the_tools_of_its_own_goal(device, devi
         {"name": "finish", "arguments": {"answer": "done"}},  # the parent's
     ]
     # the parent's goal bears on Maps only, so it was not offered set_alarm itself
-    traj = run_goal("Take me home in Maps, but first let a helper do the rest", device=device, device_ref=device_ref,
-                    source=Source.sandbox, planner=ScriptedPlanner(script), store=store)
+    traj = run_goal("Take me home in Maps, but first let a helper do the rest", device=device, identity=EpisodeIdentity(device=device_ref), planner=ScriptedPlanner(script), store=store)
     assert "set_alarm" not in {t.name for t in traj.tools}
     fb = traj.steps[0].feedback
     assert fb.status is FeedbackStatus.ok and fb.result["status"] == "finished", fb

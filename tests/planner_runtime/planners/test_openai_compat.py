@@ -20,6 +20,7 @@ from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.planners.toolcalls import format_tool_call
 from planner_runtime.serving.server import PlannerServer
 from planner_runtime.planners.openai.wire import messages_to_openai
+from planner_runtime.harness.identity import EpisodeIdentity
 
 ALARM = ToolSpec(
     name="set_alarm",
@@ -195,7 +196,7 @@ def test_a_silent_planner_server_is_asked_again_then_the_episode_ends_as_infra(s
 
     episode = Episode(
         goal="Set an alarm for 7:30", planner=OpenAIPlanner(silent_server, "m", timeout=0.3), tools=default_toolset(),
-        ctx=ToolContext(device=device), store=store, device=device_ref, limits=EpisodeLimits(max_steps=6),
+        ctx=ToolContext(device=device), store=store, identity=EpisodeIdentity(device=device_ref), limits=EpisodeLimits(max_steps=6),
     )
     traj = episode.run()
     assert traj.status.value == "infra_error" and len(traj.steps) == 2  # two turns in a row unanswered

@@ -14,12 +14,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner_runtime.contract import ErrorCode, Source, TrajectoryStatus
+from planner_runtime.contract import ErrorCode, TrajectoryStatus
 from planner_runtime.planners.openai.answer import read_answer
 from planner_runtime.planners.openai.client import OpenAIPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
 from planner_runtime.trajectories.store import TrajectoryStore
+from planner_runtime.harness.identity import EpisodeIdentity
 from tests.planner_runtime.planners.fake_openai import FakeOpenAI, call_reply, raw_reply, text_reply
 
 DEEP = "[" * 10_000 + "]" * 10_000
@@ -53,7 +54,7 @@ def test_hostile_answers_become_feedback_and_the_task_still_succeeds(device, dev
     path = tmp_path / "trajectories.sqlite"
     with FakeOpenAI([reply for reply, _ in HOSTILE] + [SET_ALARM]) as fake, TrajectoryStore(path) as store:
         with OpenAIPlanner(fake.base_url, "m", timeout=30) as planner:
-            traj = run_goal("Set an alarm for 7:30", device=device, device_ref=device_ref, source=Source.sandbox,
+            traj = run_goal("Set an alarm for 7:30", device=device, identity=EpisodeIdentity(device=device_ref),
                             planner=planner, store=store, task=find_task("clock.set_alarm"), max_steps=len(HOSTILE) + 3)
         requests = list(fake.requests)
 

@@ -10,12 +10,13 @@ import subprocess
 import sys
 import tempfile
 
-from planner_runtime.contract import Source, ToolCall
+from planner_runtime.contract import ToolCall
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.runs.audit import naming_everything, number_spray
 from planner_runtime.tasks.spec import builtin_suite, load_suite
 from planner_runtime.tasks.verifiers import contains, names
+from planner_runtime.harness.identity import EpisodeIdentity
 
 BUILTIN = {t.id: t for t in builtin_suite().tasks}
 SPRAY = "It is one of " + " ".join(str(i) for i in range(21))
@@ -30,7 +31,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 def _answer(task_id: str, answer: str, device, device_ref, store):  # noqa: ANN001, ANN202
     task = BUILTIN[task_id]
     planner = ScriptedPlanner([ToolCall(name="finish", arguments={"answer": answer})])
-    return run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    return run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=planner, store=store, task=task, max_steps=1).verdict
 
 

@@ -15,11 +15,12 @@ import sys
 import tempfile
 
 from device_farm.android import content_insert, content_query
-from planner_runtime.contract import Source, ToolCall
+from planner_runtime.contract import ToolCall
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.runs.audit import audit, builtin_phones, naming_everything
 from planner_runtime.tasks.spec import builtin_suite, load_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 
 _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")
 CONTACTS = "content://com.android.contacts/raw_contacts"
@@ -47,7 +48,7 @@ EXCLUDES = "      - answer_excludes: ['555 0100', 'Ada']\n"
 
 def _answer(task, answer: str, device, device_ref, store):  # noqa: ANN001, ANN202
     planner = ScriptedPlanner([ToolCall(name="finish", arguments={"answer": answer})])
-    return run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    return run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=planner, store=store, task=task, max_steps=1).verdict
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from planner_runtime.contract import FailureKind, Source
+from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import Suite
@@ -24,7 +25,7 @@ BROKEN = {  # a check the task wrote wrongly → what the evidence must name
 def test_a_check_the_task_wrote_wrongly_fails_the_task_not_the_planner(check, named, device, device_ref, store):
     task = Suite.model_validate({"tasks": [{"id": "t.broken", "goal": "Do nothing", "domain": "contacts",
                                             "checks": [{"answer_contains": "done"}, check]}]}).tasks[0]
-    traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref, source=Source.sandbox),
                     planner=ScriptedPlanner([{"name": "finish", "arguments": {"answer": "done"}}]), store=store, task=task)
     verdict = store.get(traj.id).verdict
     assert not verdict.success and verdict.failure_kind is FailureKind.spec, verdict

@@ -16,6 +16,7 @@ from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import load_suite
 from planner_runtime.tasks.verifiers import numbers_in, verify
+from planner_runtime.harness.identity import EpisodeIdentity
 
 
 def _suite(tmp_path, body: str):
@@ -174,7 +175,7 @@ def test_episode_verified_with_behaviour_and_state(tmp_path, device, device_ref,
 """, setup=SEEDED)
     planner = ScriptedPlanner([ToolCall(name="set_alarm", arguments={"hour": 7, "minutes": 0}),
                                ToolCall(name="finish", arguments={"answer": "Alarm set for 7:00"})])
-    traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=planner, store=store, task=task)
     assert traj.verdict is not None and traj.verdict.success, traj.verdict
     assert len(traj.verdict.checks) == 5

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from planner_runtime.contract import Source
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite, load_suite
+from planner_runtime.harness.identity import EpisodeIdentity
 
 SUITE = builtin_suite()
 SOLVERS = {
@@ -49,7 +49,7 @@ def test_every_variant_is_solvable(task, device, device_ref, store):
     answer = task.params.get("phone", "done")
     script = SOLVERS[task.template](task.params) + [{"name": "finish", "arguments": {"answer": str(answer)}}]
     gate = SafetyGate(policy=Policy(allow={Sensitivity.send, Sensitivity.call}))
-    traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store, task=task, gate=gate)
     assert traj.verdict.success, (traj.steps[0].feedback, traj.verdict)
 
@@ -71,7 +71,7 @@ def test_random_parameters_are_drawn_from_a_seed_and_verified(tmp_path, device, 
     one = drawn[3]
     script = [{"name": "set_alarm", "arguments": {"hour": one.params["hour"], "minutes": one.params["minute"]}},
               {"name": "finish", "arguments": {"answer": "set"}}]
-    traj = run_goal(one.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+    traj = run_goal(one.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                     planner=ScriptedPlanner(script), store=store, task=one)
     assert traj.verdict.success
     path.write_text(path.read_text().replace("{int: [5, 9]}", "{int: [9, 5]}"))

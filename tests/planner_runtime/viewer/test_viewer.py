@@ -21,6 +21,7 @@ from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import load_suite
 from planner_runtime.trajectories.store import TrajectoryStore
 from planner_runtime.viewer import render_page
+from planner_runtime.harness.identity import EpisodeIdentity
 
 PLANTED = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 
@@ -112,7 +113,7 @@ def test_real_episode_page_in_chromium(tmp_path, device, device_ref, chromium):
     ])
     db = tmp_path / "t.sqlite"
     with TrajectoryStore(db) as store:
-        traj = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+        traj = run_goal(task.rendered_goal(), device=device, identity=EpisodeIdentity(device=device_ref),
                         planner=planner, store=store, task=task)
     assert any(PLANTED.split("<img")[0] in (s.feedback.observation.screen if s.feedback.observation else "") for s in traj.steps)
     out = tmp_path / "page.html"
@@ -200,10 +201,10 @@ def test_failed_batch_page_lists_each_trajectory(tmp_path, device, device_ref, c
     suite = load_suite(_write(tmp_path / "suite.yaml", SUITE))
     with TrajectoryStore(db) as store:
         for answer in ("first", "second"):
-            run_goal("Turn off the alarm", device=device, device_ref=device_ref, source=Source.sandbox,
+            run_goal("Turn off the alarm", device=device, identity=EpisodeIdentity(device=device_ref),
                      planner=ScriptedPlanner([ToolCall(name="finish", arguments={"answer": answer})]), store=store,
                      task=suite.tasks[0])
-        ok = run_goal("Say hi", device=device, device_ref=device_ref, source=Source.sandbox,
+        ok = run_goal("Say hi", device=device, identity=EpisodeIdentity(device=device_ref),
                       planner=ScriptedPlanner([ToolCall(name="finish", arguments={"answer": "hi"})]), store=store)
     out = tmp_path / "failed.html"
     res = subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "view", "--failed", "--store", str(db), "--out", str(out)],
