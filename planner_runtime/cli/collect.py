@@ -51,9 +51,9 @@ def collect(
     again = resume_command(coll, store=store, adb=adb, devices=devices, state_dir=state_dir, allow_reset=allow_reset,
                            planner_timeout=planner_timeout)
     try:
-        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model, script=script,
-                       policy=_policy(policy), max_steps=max_steps)
         settings = Settings.from_env()
+        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model, script=script,
+                       policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps)
         path = store or settings.store_path
         with ExitStack() as stack:
             # everything that can refuse is checked before a new store is created
@@ -81,6 +81,8 @@ def collect(
         raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
+    if spec.planner == "demo":
+        _report_failed_demos(path, coll)
     report = {"collection": coll, "total": counts.total, "succeeded": counts.success, "failed": counts.failed,
               "infra_retried": counts.infra, "skipped": counts.skipped, "gave_up": counts.gave_up}
     if as_json:
@@ -94,6 +96,17 @@ def collect(
         err.print("given up after repeated infra failures (not counted against the planner): " + ", ".join(counts.gave_up)
                   + f"\nrun them again with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.infra)
+
+
+def _report_failed_demos(path: Path, coll: str) -> None:
+    """One line per demo its task's verifier failed: a broken reference solution, kept out of training data."""
+    from planner_runtime.runs.demos import failed_demos
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    with TrajectoryStore(path, create=False) as db:
+        for failure in failed_demos(db, coll):
+            err.print(f"demo of {failure.task_id} fails its verifier ({failure.reason}); trajectory {failure.trajectory_id} "
+                      "stays out of training data", soft_wrap=True, markup=False)
 
 
 def _spec(db, resume: str | None, path: Path, options: dict, planner: str):  # noqa: ANN001, ANN202 - store -> CollectionSpec
@@ -148,9 +161,17 @@ def resume_command(coll: str, *, store: Path | None, adb: list[str] | None, devi
     return shlex.join(words)
 
 
-def _policy(path: Path | None):  # noqa: ANN202 - a Policy, or None when not given
+def _policy(path: Path | None, planner: str | None):  # noqa: ANN202 - a Policy, or None when not given
+    """The --policy file's. A new demo collection on virtual phones (``planner``; None on resume,
+    which keeps the recorded policy, and on real phones, where a sent message is sent) may take
+    every sensitive action its tasks ask for unless a file says otherwise: a demo is the task's
+    own solution, played on a sandbox phone."""
     from planner_runtime.harness.safety import Policy
 
+    if path is None and planner == "demo":
+        from planner_runtime.runs.demos import DEMO_POLICY
+
+        return DEMO_POLICY
     return Policy.load(path) if path else None
 
 
@@ -167,6 +188,14 @@ def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
         tasks = [t for t in tasks if t.split_name == spec.split]
     if not tasks:
         raise fail("no task matches --task and --split")
+    if spec.planner == "demo":
+        bare = [t.id for t in tasks if not t.demo]
+        if bare:
+            err.print(f"warning: --planner demo: {len(bare)} tasks have no demo and are left out ({', '.join(bare[:3])}"
+                      f"{', ...' if len(bare) > 3 else ''})", soft_wrap=True, markup=False)
+        tasks = [t for t in tasks if t.demo]
+        if not tasks:
+            raise fail("--planner demo: none of the chosen tasks has a demo")
     return tasks
 
 
@@ -189,6 +218,10 @@ def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - Collection
     from planner_runtime.runs.collect import shared
     from planner_runtime.planners.scripted import ScriptedPlanner
 
+    if spec.planner == "demo":
+        from planner_runtime.runs.demos import demo_planner
+
+        return demo_planner  # each task drawn: its demo takes the random values drawn for it
     if spec.planner == "scripted":
         if not spec.script:
             raise ConfigError("--planner scripted needs --script FILE (JSON {task id: [calls]})")

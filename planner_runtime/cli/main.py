@@ -20,6 +20,7 @@ from planner_runtime.cli.common import (
     reports_to_stderr, safety_gate,
 )
 from planner_runtime.cli.collect import collect
+from planner_runtime.cli.demos import tasks_demos
 from planner_runtime.cli.devices import devices
 from planner_runtime.cli.export import export_app
 from planner_runtime.config import Settings, parse_host_port, unknown_variables
@@ -117,7 +118,7 @@ def run(
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         if store is not None and not store.parent.is_dir():
             raise fail(f"--store {store}: folder {store.parent} does not exist")
-        brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout)
+        brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout, task=spec)
         host, port = parse_host_port(adb or settings.adb)
         gate, ask = safety_gate(policy), answerer(answers)
         if spec is not None and seeds_memory(spec) and profile is not None and not no_memory:
@@ -250,6 +251,7 @@ def serve(
 
 for verb in (devices, collect, replay, view):  # after run, show and serve in --help
     app.command()(verb)
+tasks_app.command("demos")(tasks_demos)
 
 
 if __name__ == "__main__":
