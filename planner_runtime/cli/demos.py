@@ -32,6 +32,8 @@ def tasks_demos(
 ) -> None:
     """Play each task's demo (its reference solution) on fresh virtual phones and check that the
     task's own verifier passes it; exit 1 naming every demo that fails."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     from device_farm.errors import DeviceError
     from planner_runtime.cli.devices import pool_from_options
     from planner_runtime.runs.demos import check_demos
@@ -57,7 +59,13 @@ def tasks_demos(
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="planner-agent-demos-")))
             db = stack.enter_context(TrajectoryStore(store or folder / "demos.sqlite"))
             pool = stack.enter_context(pool_from_options([], devices))
-            collection, counts, failures = check_demos(tasks, pool=pool, store=db, workers=devices, seeds=seeds)
+            bar = stack.enter_context(Progress(TextColumn("playing demos"), BarColumn(), MofNCompleteColumn(), console=err))
+            row = bar.add_task("demos", total=None)
+
+            def show(p) -> None:  # noqa: ANN001 - collect.Progress
+                bar.update(row, total=p.total, completed=p.done + p.skipped)
+
+            collection, counts, failures = check_demos(tasks, pool=pool, store=db, workers=devices, seeds=seeds, on_change=show)
     except DeviceError as exc:
         raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:

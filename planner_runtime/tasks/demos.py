@@ -81,12 +81,8 @@ def _tool_schemas(skills_dir: Path) -> Mapping[str, type[BaseModel]]:
 
 
 def _schema_problem(call: ToolCall, schemas: Mapping[str, type[BaseModel]]) -> tuple[Loc, str] | None:
-    args = schemas.get(call.name)
-    if args is None:
-        close = difflib.get_close_matches(call.name, list(schemas), n=1)
-        return ("name",), f"no tool named {call.name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
     try:
-        args.model_validate(call.arguments)
+        schemas[call.name].model_validate(call.arguments)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = tuple(str(p) for p in first["loc"])
@@ -102,6 +98,10 @@ def check_demo(task: Templated, demo: Sequence[DemoCall]) -> None:
     if demo[-1].name != "finish":
         raise FieldProblem(("demo", len(demo) - 1, "name"), "a demo ends with a finish call (its answer is part of the solution)")
     schemas = tool_schemas()
+    for i, call in enumerate(demo):
+        if call.name not in schemas:
+            close = difflib.get_close_matches(call.name, list(schemas), n=1)
+            raise FieldProblem(("demo", i, "name"), f"no tool named {call.name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     for label, values in value_sets(task):
         for i, call in enumerate(demo):
             try:
