@@ -13,10 +13,11 @@ from typing import Any, Sequence
 
 from rich.table import Table
 
-from device_farm.adb.source import AdbSource, VirtualSource
+from device_farm.adb.source import AdbSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.appium.source import AppiumSource
 from device_farm.pool.pool import DevicePool, DeviceStatus
-from device_farm.pool.sources import DeviceSource
+from device_farm.sources import DeviceSource
 
 
 def pool_from_options(

@@ -5,10 +5,14 @@ for one of them (:meth:`DeviceSource.open`, no I/O until ``connect()``), checks 
 (:meth:`DeviceSource.probe`) and tries to bring it back after a transport drop
 (:meth:`DeviceSource.reconnect`). The pool owns leases, fault counts and quarantine; a source
 knows only its transport. Backends: :class:`device_farm.adb.source.AdbSource` (one adb server),
-:class:`device_farm.adb.source.VirtualSource` (built-in virtual phones behind a private adb
-server) and an Appium source, each in its own module. A source that can put a device back in a
-known state implements :class:`CleanSlate` too (virtual phones restore their boot snapshot); a
-real phone cannot, so its data is whatever the last user left.
+:class:`device_farm.virtual.source.VirtualSource` (built-in virtual phones behind a private adb
+server) and :class:`device_farm.appium.source.AppiumSource`. A source that can put a device back
+in a known state implements :class:`CleanSlate` too (virtual phones restore their boot
+snapshot); a real phone cannot, so its data is whatever the last user left.
+
+This module and :mod:`device_farm.health` sit below both sides: the transports (``adb``,
+``appium``, ``virtual``) implement the protocol and the pool consumes it, and neither side
+imports the other.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from device_farm import Device
-from device_farm.pool.health import DeviceHealth
+from device_farm.health import DeviceHealth
 
 READY = "device"  # adb's word for a usable device; sources use it for "ready" whatever their transport
 
