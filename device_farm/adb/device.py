@@ -19,10 +19,10 @@ import adbutils
 
 from device_farm import DeviceInfo, Payload, ShellResult, payload_bytes
 from device_farm.adb.host import AdbHost, host_query
+from device_farm.adb.u2rpc import HttpOverStream, JsonRpcClient
 from device_farm.command_size import CHECK_ABOVE_CHARS, check_command
 from device_farm.errors import DeviceOffline, ShellCommandError, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
-from device_farm.adb.u2rpc import HttpOverStream, JsonRpcClient
 
 log = logging.getLogger(__name__)
 

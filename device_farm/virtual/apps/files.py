@@ -14,10 +14,10 @@ import time
 from typing import Callable
 
 from device_farm.virtual.os.app import Activity, App
-from device_farm.virtual.ui.widgets import button, group, row_list, scrolled, text_view
 from device_farm.virtual.os.fs import FsError
 from device_farm.virtual.os.intents import ACTION_VIEW, ComponentName, Intent
 from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, group, row_list, scrolled, text_view
 
 PACKAGE = "com.google.android.apps.nbu.files"
 HOME = "com.google.android.apps.nbu.files.home.HomeActivity"

@@ -17,10 +17,10 @@ from device_farm.virtual.os.app import Activity
 from device_farm.virtual.apps.storefront import (
     ACCOUNT_TABLE, AccountActivity, AccountApp, ListScroll, money, row_list,
 )
-from device_farm.virtual.ui.widgets import button, edit_text, group, text_view
 from device_farm.virtual.os.content import SqliteProvider, Table
 from device_farm.virtual.os.intents import ACTION_VIEW, Intent
 from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, text_view
 
 PACKAGE = "com.amazon.mShop.android.shopping"
 STARTUP = "com.amazon.mShop.splashscreen.StartupActivity"

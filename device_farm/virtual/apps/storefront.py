@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, ClassVar
 
-from device_farm.virtual.ui import widgets
 from device_farm.virtual.os.app import Activity, App
-from device_farm.virtual.ui.widgets import button, edit_text, scrolled, text_view
 from device_farm.virtual.os.content import SqliteProvider
 from device_farm.virtual.os.intents import Intent
+from device_farm.virtual.ui import widgets
 from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, scrolled, text_view
 
 ACCOUNT_TABLE = "CREATE TABLE account (_id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT NOT NULL, name TEXT);"
 

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from device_farm.virtual.os import dialogs
 from device_farm.virtual.adbd.server import NO_EFFECT, OpenEffect
+from device_farm.virtual.os import dialogs
 from device_farm.virtual.os.content import ContentUri
 from device_farm.virtual.faults.plan import (
     AnrDialog, CrashDialog, Fault, FaultEvent, FaultPlan, NotificationFlood, PermissionDialog,

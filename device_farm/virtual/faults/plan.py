@@ -5,7 +5,7 @@ A `FaultPlan` is a seed and a tuple of frozen fault records. Each record names i
 its `Trigger` (after N requests, at a time on the phone's clock, or with probability p per
 request drawn from the plan's seed), and its own parameters. A request is one service the
 host opens on adbd or one HTTP request to the uiautomator2 server. The same plan and seed
-driven by the same requests give the same schedule. `fault_injector.FaultInjector` runs a
+driven by the same requests give the same schedule. `faults.injector.FaultInjector` runs a
 plan on a phone; `VirtualPhone(faults=...)` and `VirtualPhone.inject` accept plans, single
 faults, or their dict form (`{"kind": "anr_dialog", "trigger": {"after_requests": 3}}`).
 """

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from device_farm.virtual.shell.session import Command
-from device_farm.virtual.services.shell_service import ShellService, ShellSpec
 from device_farm.virtual.adbd.stream import AdbStream, StreamHandler
+from device_farm.virtual.services.shell_service import ShellService, ShellSpec
 from device_farm.virtual.services.sync_service import serve_sync
+from device_farm.virtual.shell.session import Command
 
 if TYPE_CHECKING:
     from device_farm.virtual.os.system import AndroidSystem

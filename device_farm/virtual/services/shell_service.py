@@ -20,8 +20,8 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from device_farm.virtual.shell.session import Command, CommandContext, ShellSession
 from device_farm.virtual.adbd.stream import AdbStream, StreamClosed
+from device_farm.virtual.shell.session import Command, CommandContext, ShellSession
 
 if TYPE_CHECKING:
     from device_farm.virtual.os.system import AndroidSystem

@@ -13,8 +13,8 @@ import logging
 import stat as statmod
 import struct
 
-from device_farm.virtual.os.fs import FileSystem, FsError, Node, split_path
 from device_farm.virtual.adbd.stream import AdbStream
+from device_farm.virtual.os.fs import FileSystem, FsError, Node, split_path
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A small toybox/mksh-like shell: the interpreter behind `shell:` and `exec:`.
 
-Runs what shell_syntax parses: lists joined by `;`/`&&`/`||`, pipelines, `NAME=value`
+Runs what `shell.syntax` parses: lists joined by `;`/`&&`/`||`, pipelines, `NAME=value`
 prefixes, redirections and `exit`, keeping `$?` between commands. Commands are looked up by
 basename in a registry (name -> callable); an unknown one prints mksh's
 `inaccessible or not found` and exits 127.

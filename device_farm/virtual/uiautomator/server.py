@@ -15,12 +15,12 @@ import base64
 import logging
 from typing import Any, Callable
 
-from device_farm.virtual.uiautomator.jsonrpc import INVALID_PARAMS, Dispatcher, RpcError
-from device_farm.virtual.ui.selector import describe, find, find_all
-from device_farm.virtual.os.screen import KEYCODES
 from device_farm.virtual.adbd.stream import AdbStream
+from device_farm.virtual.os.screen import KEYCODES
 from device_farm.virtual.os.system import AndroidSystem
+from device_farm.virtual.ui.selector import describe, find, find_all
 from device_farm.virtual.ui.views import ViewNode, hierarchy_xml, obj_info
+from device_farm.virtual.uiautomator.jsonrpc import INVALID_PARAMS, Dispatcher, RpcError
 
 logger = logging.getLogger(__name__)
 

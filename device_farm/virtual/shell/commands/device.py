@@ -7,16 +7,16 @@ import asyncio
 import struct
 from typing import Awaitable
 
-from device_farm.virtual.shell.commands.am import am
-from device_farm.virtual.shell.commands.pm import dumpsys_package, pm
-from device_farm.virtual.shell.commands.wm import wm
 from device_farm.virtual.os.fs import FsError
 from device_farm.virtual.os.intents import ComponentName
 from device_farm.virtual.os.notifications import dumpsys_notification
-from device_farm.virtual.shell.session import CommandContext
-from device_farm.virtual.uiautomator.server import ABSTRACT_SOCKET
 from device_farm.virtual.os.screen import KEYCODES
+from device_farm.virtual.shell.commands.am import am
+from device_farm.virtual.shell.commands.pm import dumpsys_package, pm
+from device_farm.virtual.shell.commands.wm import wm
+from device_farm.virtual.shell.session import CommandContext
 from device_farm.virtual.ui.views import hierarchy_xml
+from device_farm.virtual.uiautomator.server import ABSTRACT_SOCKET
 
 U2_MAIN_CLASS = "com.wetest.uia2.Main"
 

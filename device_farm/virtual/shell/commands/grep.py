@@ -16,9 +16,9 @@ from typing import Awaitable
 
 import regex
 
+from device_farm.virtual.os.fs import FsError
 from device_farm.virtual.shell.commands.toyargs import UsageError, parse
 from device_farm.virtual.shell.commands.toybox import abspath
-from device_farm.virtual.os.fs import FsError
 from device_farm.virtual.shell.session import Command, CommandContext
 
 MATCH_BUDGET_S = 2.0

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import regex
 
+from device_farm.virtual.os.fs import FsError
 from device_farm.virtual.shell.commands.grep import MATCH_BUDGET_S, BadRegex, TooSlow, compile_source, translate
 from device_farm.virtual.shell.commands.toyargs import UsageError, inputs, parse
 from device_farm.virtual.shell.commands.toybox import abspath
-from device_farm.virtual.os.fs import FsError
 from device_farm.virtual.shell.session import CommandContext
 
 @dataclass

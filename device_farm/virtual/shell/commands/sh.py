@@ -4,8 +4,8 @@ environment and its own positional parameters, as a forked shell would run it.""
 
 from __future__ import annotations
 
-from device_farm.virtual.shell.commands.toybox import abspath
 from device_farm.virtual.os.fs import FsError
+from device_farm.virtual.shell.commands.toybox import abspath
 from device_farm.virtual.shell.session import SHELL_PATH, CommandContext, ShellSession
 from device_farm.virtual.shell.syntax import ShellSyntaxError, tokenize
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Callable, TypeVar
 
-from device_farm.virtual.shell.commands.toybox import abspath
-from device_farm.virtual.shell.commands.toyargs import UsageError, inputs, integer, lines_of, parse
 from device_farm.virtual.os.fs import FsError
+from device_farm.virtual.shell.commands.toyargs import UsageError, inputs, integer, lines_of, parse
+from device_farm.virtual.shell.commands.toybox import abspath
 from device_farm.virtual.shell.session import Command, CommandContext
 
 T = TypeVar("T")

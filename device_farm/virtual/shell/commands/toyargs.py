@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from device_farm.virtual.shell.commands.toybox import abspath
 from device_farm.virtual.os.fs import FsError
+from device_farm.virtual.shell.commands.toybox import abspath
 from device_farm.virtual.shell.session import CommandContext
 
 
