@@ -182,3 +182,13 @@ def test_the_virtual_phones_system_never_imports_an_app() -> None:
     wrong = sorted(f"{m} imports {t}" for m in MODULES if m.startswith(f"{V}.os")
                    for t, _ in _imports(m) if t.startswith(f"{V}.apps"))
     assert wrong == []
+
+
+def test_device_farm_never_imports_planner_runtime() -> None:
+    wrong = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            wrong += [f"{module} imports {name}" for name in names if name.split(".")[0] == "planner_runtime"]
+    assert wrong == []

@@ -2,7 +2,9 @@
 content providers; and what an activity is: a screen that builds its view tree.
 
 Apps keep their data in their providers, so the UI, `content query` and intents all see
-the same state; activities only keep transient UI state (field text, focus).
+the same state; activities only keep transient UI state (field text, focus). These are the
+framework's base classes (as `android.app.Activity` is), so they live with the system that
+runs them; the apps in `virtual.apps` subclass them.
 """
 
 from __future__ import annotations
