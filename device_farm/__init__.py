@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence, Union, runtime_checkable
 
-Payload = Union[bytes, str, "os.PathLike[str]"]
+Payload = Union[bytes, str, os.PathLike[str]]
 """What :meth:`Device.push` writes: the bytes themselves, or the path of a local file."""
 
 

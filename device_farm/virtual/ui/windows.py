@@ -116,7 +116,7 @@ def shade_window(notes: Sequence[EntryT], screen: Bounds, label_of: Callable[[st
             text_view(Bounds(80, top + 65, w - 80, top + 135), note.title, "android:id/title"),
             text_view(Bounds(80, top + 140, w - 80, top + 210), note.text, "android:id/text"),
         ], f"{SYSTEMUI}:id/expandableNotificationRow", cls="android.widget.FrameLayout",
-            on_click=lambda note=note: open_note(note))  # type: ignore[misc]
+            on_click=lambda note=note: open_note(note))
         row.content_desc = f"{label} notification: {note.title}"
         rows.append(row)
         top += ROW_HEIGHT
