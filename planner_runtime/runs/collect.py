@@ -27,9 +27,9 @@ from typing import Callable, Sequence
 
 from device_farm import Device
 from device_farm.errors import DeviceError, DeviceOffline
-from device_farm.pool.health import not_ready_reason
+from device_farm.health import not_ready_reason
 from device_farm.pool.pool import DevicePool
-from device_farm.pool.sources import DeviceCandidate
+from device_farm.sources import DeviceCandidate
 from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
 from planner_runtime.errors import PlannerRuntimeError, StoreError
 from planner_runtime.harness.device_errors import is_device_fault
