@@ -57,11 +57,11 @@ def _trained(step: Step) -> bool:
 
 
 def sft_rows(trajectory: Trajectory) -> Iterator[dict[str, Any]]:
-    for step in trajectory.steps:
+    for i, step in enumerate(trajectory.steps):
         if not _trained(step):
             continue
         yield {
-            "prompt": _chat(step.messages, trajectory),
+            "prompt": _chat(trajectory.messages_at(i), trajectory),
             "completion": [{"role": "assistant", "content": step.raw_output}],
             "trajectory_id": trajectory.id,
             "step": step.index,

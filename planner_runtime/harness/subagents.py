@@ -23,7 +23,7 @@ from planner_runtime.harness.skills import Skill, load_skills, select, skills_pr
 from planner_runtime.harness.toolbox import device_tools, for_goal, installed_apps, with_skills
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult, ToolSet
 from planner_runtime.planners import Planner, Sampling
-from planner_runtime.trajectories.store import TrajectoryStore
+from planner_runtime.trajectories.sink import EpisodeSink
 
 MAX_BUDGET = 20
 SUBAGENT_PROMPT = (
@@ -38,7 +38,7 @@ class Lineage:
     """What a delegated episode shares with the episode that delegates it."""
 
     planner: Planner
-    store: TrajectoryStore
+    store: EpisodeSink
     device: DeviceRef
     parent_id: str
     source: Source = Source.sandbox

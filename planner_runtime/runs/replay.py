@@ -147,7 +147,7 @@ def replan(
         limits=EpisodeLimits(max_steps=max(len(trajectory.steps), task.max_steps if task else 0, from_step + 1)),
         on_step=on_step,
         prefix=trajectory.steps[:from_step],
-        history=trajectory.steps[from_step].messages,
+        history=trajectory.messages_at(from_step),
     )
     result = episode.run()
     if task is not None:

@@ -70,10 +70,9 @@ def test_prompt_matches_the_local_planner_and_trl_trains_on_it(exported, store, 
     model_dir = ensure_embedded_model()
     tok = AutoTokenizer.from_pretrained(model_dir)
     row = json.loads(out.read_text().splitlines()[0])
-    step = runs[0].steps[1]
     # the exported prompt, through the model's own chat template, is exactly what the planner saw
     templated = tok.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
-    assert templated == render_chat(step.messages, runs[0].tools)
+    assert templated == render_chat(runs[0].messages_at(1), runs[0].tools)
 
     rows = Dataset.from_json(str(out))
     model = AutoModelForCausalLM.from_pretrained(model_dir)
