@@ -50,6 +50,8 @@ def test_only_ok_turns_of_verified_successes_become_completions(exported):
     assert '"hour": "7"' in prompt[-2]["content"] and "invalid_arguments" in prompt[-1]["content"]
     assert prompt[-1]["content"].startswith("<tool_response>")
     assert "<tools>" in prompt[0]["content"] and "set_alarm" in prompt[0]["content"]
+    # the whole input of the turn, not only what it added: the harness's system prompt and the goal first
+    assert prompt[0]["content"].startswith("You are an assistant that operates") and TASK.rendered_goal() in prompt[1]["content"]
 
 
 def test_include_failed_exports_their_ok_turns_too(exported, store, tmp_path):
