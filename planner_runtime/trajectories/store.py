@@ -94,12 +94,11 @@ class TrajectoryStore(SqliteFile):
 
     def append_step(self, trajectory_id: str, step: Step) -> None:
         fb = step.feedback
-        tokens = step.tokens if step.tokens is not None and packed.packable(step.tokens) else None
+        blob = None
+        if step.tokens is not None and packed.packable(step.tokens):  # packed outside the lock: other writers need not wait
+            ref, earlier = self._last_ids.get(trajectory_id, (-1, ()))
+            blob = packed.pack(step.tokens, ref, earlier)
         with self._writing() as conn:
-            blob = None
-            if tokens is not None:
-                ref, earlier = self._last_ids.get(trajectory_id, (-1, ()))
-                blob = packed.pack(tokens, ref, earlier)
             conn.execute(
                 insert(steps).values(
                     trajectory_id=trajectory_id,

@@ -33,6 +33,8 @@ def packable(tokens: TurnTokens) -> bool:
 def shared_prefix(ids: Sequence[int], earlier: Sequence[int]) -> int:
     """How many leading ids ``ids`` and ``earlier`` have in common."""
     n = min(len(ids), len(earlier))
+    if tuple(ids[:n]) == tuple(earlier[:n]):  # the usual case, compared at C speed
+        return n
     for i in range(n):
         if ids[i] != earlier[i]:
             return i
