@@ -1,10 +1,12 @@
 """A step keeps only the messages new at its turn, and ``Trajectory.messages_at(i)`` rebuilds the
 exact input the planner was given at turn i: checked for episodes the real harness runs on the
 virtual phone (scripted planner, every kind of turn: calls, errors, text with no call, several
-calls, timeouts), for records from before (whole input per step) and for a mix of both."""
+calls, timeouts, a turn the episode's time ran out on, a sub-agent's turns), for records from
+before (whole input per step) and for a mix of both."""
 
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 import pytest
@@ -12,6 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner_runtime.contract import Message, Role, Source, ToolSpec
+from planner_runtime.harness.episode import Episode, EpisodeLimits
+from planner_runtime.harness.toolbox import default_toolset
+from planner_runtime.harness.tools import ToolContext
 from planner_runtime.planners import PlannerOutput, PlannerTimeout, Sampling
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
@@ -105,3 +110,47 @@ def test_records_from_before_hold_the_whole_input_and_still_rebuild(device, devi
     assert [mixed.messages_at(i) for i in range(len(mixed.steps))] == inputs
     with pytest.raises(IndexError):
         traj.messages_at(len(traj.steps))
+
+
+def test_a_sub_agent_and_its_parent_each_rebuild_their_own_inputs(device, device_ref, store):
+    from planner_runtime.tasks.spec import find_task
+
+    task = find_task("subagent.save_number_as_new_contact")
+    planner = RecordingPlanner([
+        {"name": "delegate", "arguments": {"goal": "Find Grace Hopper's number in Contacts", "tools": ["open_app"], "budget": 3}},
+        {"name": "open_app", "arguments": {"app": "Contacts"}},  # the sub-agent's turns
+        {"name": "finish", "arguments": {"answer": "+1 555 0199"}},
+        {"name": "add_contact", "arguments": {"name": "Admiral Hopper", "phone": "+1 555 0199"}},
+        {"name": "finish", "arguments": {"answer": "Saved."}},
+    ])
+    parent = run_goal(task.rendered_goal(), device=device, device_ref=device_ref, source=Source.sandbox,
+                      planner=planner, store=store, task=task)
+    (child_id,) = store.children(parent.id)
+    child = store.get(child_id)
+    mine = [i for i in planner.inputs if "sub-agent" not in i[0].content]
+    theirs = [i for i in planner.inputs if "sub-agent" in i[0].content]
+    assert [parent.messages_at(i) for i in range(len(parent.steps))] == mine and len(mine) == 3
+    assert [child.messages_at(i) for i in range(len(child.steps))] == theirs and len(theirs) == 2
+
+
+class SlowOnTurn(RecordingPlanner):
+    """Answers late on one turn: the episode's time runs out while it is answering."""
+
+    def __init__(self, script, slow_turn: int, seconds: float) -> None:
+        super().__init__(script)
+        self.slow_turn, self.seconds = slow_turn, seconds
+
+    def plan(self, messages, tools, *, sampling=None):
+        turn = len(self.inputs)
+        out = super().plan(messages, tools, sampling=sampling)
+        if turn == self.slow_turn:
+            time.sleep(self.seconds)
+        return out
+
+
+def test_the_step_an_episode_ran_out_of_time_on_rebuilds_its_input(device, device_ref, store):
+    planner = SlowOnTurn([{"name": "read_screen", "arguments": {}}] * 3, slow_turn=2, seconds=2.0)
+    traj = Episode(goal="Look around", planner=planner, tools=default_toolset(), ctx=ToolContext(device=device), store=store,
+                   device=device_ref, limits=EpisodeLimits(max_seconds=1.0)).run()
+    assert traj.status.value == "truncated" and traj.steps[-1].feedback.error.code.value == "timeout"
+    assert [traj.messages_at(i) for i in range(len(traj.steps))] == planner.inputs
