@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from device_farm.pool.pool import DevicePool
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from planner_runtime.contract import ToolCall
 from planner_runtime.planners import create
 from planner_runtime.planners.demo import DemoPlanner
