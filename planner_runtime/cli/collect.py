@@ -20,7 +20,7 @@ def collect(
     split: Optional[str] = typer.Option(None, "--split", help="Only the train or the test split."),
     devices: int = typer.Option(4, "--devices", "-n", min=1, help="Episodes in parallel (and virtual phones, without --adb/--appium)."),
     adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several); needs --allow-reset."),
-    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted, demo (each task's reference solution; repeat k draws random parameters with seed k) or openai://host:port/model."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: JSON {task id: [calls]}."),
     repeat: Optional[int] = typer.Option(None, "--repeat", "-k", min=1, help="Episodes per task (default 1; on --resume it may grow)."),
@@ -39,6 +39,10 @@ def collect(
     job), 3 when items stayed infra faults after their retries, 2 for a usage error, 130 on Ctrl-C
     (running episodes are stored as interrupted at once and end at their next turn; the
     collection id and the command that resumes it are printed).
+
+    --planner demo plays each task's demo on virtual phones, sensitive actions allowed unless
+    --policy says otherwise; a demo its verifier fails is named on stderr, and its trajectory,
+    a failed one, stays out of training data (`tasks demos` exits 1 for it).
     """
     from device_farm.errors import DeviceError
     from planner_runtime.runs.collect import CollectionStopped, check_reset, ready_check

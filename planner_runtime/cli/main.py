@@ -78,7 +78,7 @@ def run(
     allow_reset: bool = typer.Option(
         False, "--allow-reset", help="With --task on a phone other than the built-in virtual one: let the task's setup reset its data "
         "(e.g. delete every alarm). Phones in PLANNER_AGENT_DISPOSABLE_SERIALS need no flag."),
-    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, or openai://host:port/model (openai+https://... for TLS)."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, demo (with --task: its reference solution), or openai://host:port/model (openai+https://... for TLS)."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
     script: Optional[Path] = typer.Option(None, "--script", help='For --planner scripted: a JSON list of tool calls, [{"name": "open_app", "arguments": {"app": "Clock"}}, ...].'),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="For openai planners: seconds to wait for each reply (default 60)."),
