@@ -29,6 +29,9 @@ def collect(
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy for the episodes (allow: [purchase, pay, ...]); deny by default."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of every episode (default: each task's own)."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, max=2.0,
+                                                help="Sample the planner at this temperature, each repeat with its own seeds "
+                                                     "(rejection sampling: keep the verified episodes; default 0, greedy)."),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout (progress goes to stderr)."),
@@ -57,14 +60,15 @@ def collect(
     try:
         settings = Settings.from_env()
         options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model, script=script,
-                       policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps)
+                       policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
+                       temperature=temperature)
         path = store or settings.store_path
         with ExitStack() as stack:
             # everything that can refuse is checked before a new store is created
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             spec = _spec(db, resume, path, options, planner or settings.planner)
             tasks = _tasks(spec)
-            planner_for = _planners(spec, planner_timeout)
+            planner_for = _planners(spec, planner_timeout, _episodes_so_far(db, coll))
             disposable = disposable_serials(settings)
             pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else devices, state_dir))
             for line in ready_check(pool):
@@ -217,11 +221,23 @@ def _suite(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> Suite
         return load_suite(kept)
 
 
-def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
-    """One planner per episode for scripted runs (each task's own calls), else one shared by every worker."""
+def _episodes_so_far(db, coll: str) -> dict[str, int]:  # noqa: ANN001 - a TrajectoryStore or None
+    """How many episodes each task has in ``coll`` already (none for a new collection)."""
+    from collections import Counter
+
+    from planner_runtime.trajectories.store import Filter
+
+    return {} if db is None else dict(Counter(s.task_id for s in db.query(Filter(collection=coll)) if s.task_id))
+
+
+def _planners(spec, timeout: float | None, so_far: dict[str, int]):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
+    """One planner per episode for scripted runs (each task's own calls), else one shared by every
+    worker; sampled at a temperature, each episode gets seeds after the ``so_far`` ones of its task."""
     from planner_runtime.runs.collect import shared
     from planner_runtime.planners.scripted import ScriptedPlanner
 
+    if spec.temperature > 0 and spec.planner in ("demo", "scripted"):
+        raise ConfigError(f"--temperature samples a model; --planner {spec.planner} plays fixed calls")
     if spec.planner == "demo":
         from planner_runtime.runs.demos import demo_planner
 
@@ -231,7 +247,14 @@ def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - Collection
             raise ConfigError("--planner scripted needs --script FILE (JSON {task id: [calls]})")
         scripts = _scripts(Path(spec.script), spec.script_text)
         return lambda t: ScriptedPlanner(scripts.get(t.id, []))
-    one = shared(make_planner(spec.planner, spec.model, None, **planner_timeout_option(timeout)))
+    model = make_planner(spec.planner, spec.model, None, **planner_timeout_option(timeout))
+    one = shared(model)
+    if spec.temperature > 0:
+        from planner_runtime.planners import Sampling
+        from planner_runtime.planners.sampled import EpisodeSeeds, SampledPlanner
+
+        seeds, budget = EpisodeSeeds(so_far), getattr(model, "max_new_tokens", Sampling().max_new_tokens)
+        return lambda t: SampledPlanner(one, temperature=spec.temperature, seeds=seeds, key=t.id, max_new_tokens=budget)
     return lambda t: one
 
 
