@@ -58,7 +58,7 @@ def tasks_demos(
         with ExitStack() as stack:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="planner-agent-demos-")))
             db = stack.enter_context(TrajectoryStore(store or folder / "demos.sqlite"))
-            pool = stack.enter_context(pool_from_options([], devices))
+            pool = stack.enter_context(pool_from_options([], devices, folder / "pool"))  # a check leaves no lease records
             bar = stack.enter_context(Progress(TextColumn("playing demos"), BarColumn(), MofNCompleteColumn(), console=err))
             row = bar.add_task("demos", total=None)
 
