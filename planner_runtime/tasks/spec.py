@@ -77,8 +77,9 @@ class TaskSpec(SpecModel):
     # The user's replies to ask_user: question pattern (a case-insensitive regular expression
     # searched in the question) → answer (a template). Unmatched questions get no answer.
     user_answers: dict[str, str] = Field(default_factory=dict)
-    # Parameters drawn per episode from a seed (see draw); a key also in params takes the drawn value.
-    # Each seed is its own instance "<id>@<seed>", so a template has no variants besides.
+    # Parameters drawn per episode from a seed (see draw). A key also in params keeps that value
+    # for seed 0, the instance the suite lists; every other seed draws it. Each seed is its own
+    # instance "<id>@<seed>", so a template has no variants besides.
     random: dict[str, RandomValue] = Field(default_factory=dict)
     # More parameter sets for the same template: each becomes its own task "<id>@<n>" (n from 1).
     variants: tuple[dict[str, Any], ...] = ()
@@ -112,13 +113,18 @@ class TaskSpec(SpecModel):
 
     def draw(self, seed: int) -> TaskSpec:
         """This task with its random parameters drawn from ``seed`` (itself when it has none),
-        named ``<id>@<seed>``; the same seed always gives the same task, so an episode can be
-        reproduced. The copy has no random parameters left, so rendering it never draws again."""
+        named ``<id>@<seed>`` (seed 0: ``<id>``); the same seed always gives the same task, so an episode can be
+        reproduced. Seed 0 keeps the values ``params`` gives (so adding random parameters to a
+        template leaves its listed instance as it was). The copy has no random parameters left,
+        so rendering it never draws again."""
         if not self.random:
             return self
         rng = random.Random(f"{self.id}:{seed}")
         drawn = {k: v.draw(rng) for k, v in self.random.items()}
-        return self.model_copy(update={"id": f"{self.id}@{seed}", "params": {**self.params, **drawn}, "random": {}})
+        if seed == 0:
+            drawn = {k: self.params.get(k, v) for k, v in drawn.items()}
+        named = self.id if seed == 0 else f"{self.id}@{seed}"  # the listed id is the seed-0 instance's
+        return self.model_copy(update={"id": named, "params": {**self.params, **drawn}, "random": {}})
 
     def expanded(self) -> list[TaskSpec]:
         """This task and one task per variant, each with its own parameters."""

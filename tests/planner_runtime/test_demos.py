@@ -78,6 +78,20 @@ def test_every_builtin_task_has_a_demo_that_its_verifier_passes(tmp_path):
     assert planners == {"demo"}  # the data source of every episode
 
 
+def test_builtin_random_templates_keep_their_listed_instance_and_their_demos_solve_fresh_ones(tmp_path):
+    templates = [t for t in builtin_suite().tasks if t.random]
+    assert len(templates) >= 3
+    for t in templates:  # seed 0 is the instance the suite lists, unchanged by its random parameters
+        assert t.draw(0).id == t.id and t.draw(0).params == t.params and t.draw(0).rendered_goal() == t.rendered_goal()
+    with TrajectoryStore(tmp_path / "t.sqlite") as store, DevicePool([VirtualSource(4)], state_dir=tmp_path / "pool") as pool:
+        _, counts, failures = check_demos(templates, pool=pool, store=store, workers=4, seeds=6)
+        goals = {s.task_id: s.goal for s in store.query()}
+    assert failures == [] and counts.success == counts.total == 6 * len(templates), failures
+    for t in templates:
+        instances = {goals[t.id if k == 0 else f"{t.id}@{k}"] for k in range(6)}
+        assert len(instances) > 1, t.id  # fresh seeds, fresh tasks
+
+
 def test_the_demo_planner_writes_what_a_model_writes():
     calls = find_task("clock.set_alarm@2").rendered_demo()
     assert calls[0].arguments == {"hour": 6, "minutes": 45}  # "{hour}" alone keeps the number a number
@@ -118,7 +132,7 @@ def test_collect_keeps_a_failing_demo_out_of_training_data_and_names_it(tmp_path
     with sqlite3.connect(store) as db:
         rows = db.execute("SELECT task_id, planner, success FROM trajectories ORDER BY task_id").fetchall()
     drawn = sorted(r[0] for r in rows if r[0].startswith("clock.random_alarm"))
-    assert drawn == ["clock.random_alarm@0", "clock.random_alarm@1", "clock.random_alarm@2"]  # one instance per repeat
+    assert drawn == ["clock.random_alarm", "clock.random_alarm@1", "clock.random_alarm@2"]  # one instance per repeat
     assert {r[1] for r in rows} == {"demo"} and all(r[2] == (r[0] != "clock.wrong_demo") for r in rows)
 
     out = tmp_path / "sft.jsonl"
