@@ -55,7 +55,10 @@ def bench(
 
     bench_id = resume or new_id("bench_")
     again = shlex.join(["planner-agent", "bench", "--resume", bench_id, *(["--store", str(store)] if store else []),
-                        "-n", str(phones), *(["--state-dir", str(state_dir)] if state_dir else [])])
+                        *(w for address in adb or [] for w in ("--adb", address)), "-n", str(phones),
+                        *(["--state-dir", str(state_dir)] if state_dir else []),
+                        *(["--planner-timeout", f"{planner_timeout:g}"] if planner_timeout else []),
+                        *(["--allow-reset"] if allow_reset else [])])
     try:
         if split not in SPLITS:
             raise fail(f"--split {split!r}: choose train, test or all")
