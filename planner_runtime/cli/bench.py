@@ -87,7 +87,8 @@ def bench(
             for contender, spec in zip(contenders, specs):
                 db.record_collection(contender.collection, spec.model_dump(mode="json"))
                 _, wall = _with_bar(run_contender, tasks, contender, pool=pool, store=db, workers=phones,
-                                    repeat=spec.repeat, max_steps=spec.max_steps)
+                                    repeat=spec.repeat, max_steps=spec.max_steps, policy=spec.policy,
+                                    allow_reset=allow_reset, disposable=disposable)
                 reports.append(PlannerReport.of(contender.label, contender.planner, contender.collection, tasks,
                                                 results(db, contender.collection, tasks, settings.prices), wall))
     except KeyboardInterrupt:

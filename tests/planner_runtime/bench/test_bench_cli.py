@@ -122,3 +122,62 @@ def test_resume_of_an_unknown_bench_is_one_line(tmp_path, place, two_planners):
     assert first.returncode == 0, first.stderr
     assert "no bench 'bench_nope'" in _one_line(cli("--resume", "bench_nope", *place, timeout=60))
     assert "leave out --planner" in _one_line(cli("--resume", json.loads(first.stdout)["bench"], "--planner", "local", *place, timeout=60))
+
+
+def _alarms(phone) -> str:
+    return phone.device.shell("content query --uri content://com.android.deskclock/alarms")
+
+
+def test_phones_that_are_not_virtual_are_benched_only_with_allow_reset(tmp_path, virtual_phone):
+    scripts = tmp_path / "a.json"
+    scripts.write_text(json.dumps(SCRIPTS_A))
+    virtual_phone.device.shell("content insert --uri content://com.android.deskclock/alarms --bind hour:i:6 --bind minutes:i:10")
+    before = _alarms(virtual_phone)
+    args = ["--planner", "scripted", "--script", str(scripts), "--task", "clock.set_alarm",
+            "--adb", f"{virtual_phone.adb.host}:{virtual_phone.adb.port}",  # the phone as any adb device, not a virtual one
+            "--store", str(tmp_path / "t.sqlite"), "--state-dir", str(tmp_path / "pool"), "-n", "1"]
+    said = _one_line(cli(*args, timeout=120))
+    assert "--allow-reset" in said and virtual_phone.serial in said
+    assert _alarms(virtual_phone) == before and not (tmp_path / "t.sqlite").exists()
+
+    allowed = cli(*args, "--allow-reset", "--json")
+    assert allowed.returncode == 0, allowed.stderr
+    assert _figures(json.loads(allowed.stdout)["planners"]["scripted:a"]["categories"]["overall"]) == (1, 1)
+
+
+def _judged(tmp_path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(tmp_path / "t.sqlite") as db:
+            return db.execute("SELECT count(*) FROM trajectories WHERE success IS NOT NULL").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_ctrl_c_prints_the_command_that_resumes_the_bench(tmp_path, place):
+    import shlex
+    import signal
+    import time
+
+    scripts = tmp_path / "a.json"
+    scripts.write_text(json.dumps(SCRIPTS_A))
+    args = ["bench", "--planner", "scripted", "--script", str(scripts), "--task", "clock.set_alarm", "-k", "30", *place]
+    proc = subprocess.Popen([sys.executable, "-m", "planner_runtime.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _judged(tmp_path) < 2:
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, errors = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in errors, errors
+    command = next(line.strip() for line in errors.splitlines() if line.strip().startswith("planner-agent bench --resume"))
+    assert _judged(tmp_path) < 30  # it stopped early
+
+    res = cli(*shlex.split(command)[2:], "--json")  # the printed command, as the user would paste it
+    assert res.returncode == 0, res.stderr
+    overall = json.loads(res.stdout)["planners"]["scripted:a"]["categories"]["overall"]
+    assert _figures(overall) == (30, 30)  # every repeat scored once, none twice
