@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect, shared
 from planner_runtime.contract import Message, Role, ToolCall, ToolSpec

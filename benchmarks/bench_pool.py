@@ -19,7 +19,7 @@ from pathlib import Path
 
 from device_farm.adb.device import AdbDevice
 from timing import median_ms
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 
 

@@ -40,8 +40,8 @@ from device_farm.adb.host import AdbHost
 from device_farm.adb.server import AdbServer
 from device_farm.virtual import PhoneLoop, VirtualPhone
 from device_farm.virtual.apps import default_apps
-from device_farm.virtual.intents import Intent
-from device_farm.virtual.system import AndroidSystem
+from device_farm.virtual.os.intents import Intent
+from device_farm.virtual.os.system import AndroidSystem
 
 SET_ALARM = ("am start -a android.intent.action.SET_ALARM --ei android.intent.extra.alarm.HOUR {h} "
              "--ei android.intent.extra.alarm.MINUTES 0 --ez android.intent.extra.alarm.SKIP_UI true")

@@ -7,8 +7,13 @@ same code drives a real phone, an emulator and the built-in virtual phone.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from pathlib import Path
+from typing import Protocol, Sequence, Union, runtime_checkable
+
+Payload = Union[bytes, str, os.PathLike[str]]
+"""What :meth:`Device.push` writes: the bytes themselves, or the path of a local file."""
 
 
 @dataclass(frozen=True)
@@ -48,3 +53,15 @@ class Device(Protocol):
     def set_text(self, selector: dict, text: str) -> None: ...
     def press(self, key: str) -> None: ...
     def screenshot(self) -> bytes: ...  # PNG
+    def push(self, data: Payload, remote: str, mode: int = 0o644) -> None:
+        """Write ``data`` (bytes, or a local file's contents) to the file ``remote`` on the phone
+        with permission bits ``mode``, creating missing folders; an existing file is replaced."""
+        ...
+
+
+def payload_bytes(data: Payload) -> bytes:
+    """The bytes a push writes. A local file is read here, so a missing one raises
+    FileNotFoundError (the caller's mistake) before the phone is asked anything."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    return Path(data).read_bytes()

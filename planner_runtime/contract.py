@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -180,10 +180,18 @@ class TurnTokens(Record):
 
 
 class Step(Record):
-    """One planner turn: the exact model input and output, the action and its feedback."""
+    """One planner turn: its model input, output, action and feedback.
+
+    With ``messages_new`` (every step the harness writes), ``messages`` holds only what this
+    turn added to the model input (the system prompt and goal at the first turn, the previous
+    answer and its tool response after), so a trajectory grows linearly with its length; the
+    whole input is :meth:`Trajectory.messages_at`. Records written before that hold the whole
+    input in ``messages`` (``messages_new`` false), and so does a turn whose input does not
+    extend the previous one."""
 
     index: int
-    messages: tuple[Message, ...]  # the model input as rendered for this turn
+    messages: tuple[Message, ...]
+    messages_new: bool = False  # True: ``messages`` extends the previous step's input; False: it is the whole input
     raw_output: str
     tool_call: ToolCall | None
     feedback: Feedback
@@ -224,7 +232,7 @@ class Trajectory(Record):
     planner: str
     planner_release: str = ""
     harness_release: str = ""
-    tools: tuple[ToolSpec, ...] = ()  # what the planner was offered: with Step.messages, the exact input
+    tools: tuple[ToolSpec, ...] = ()  # what the planner was offered: with messages_at(i), the exact input
     collection: str | None = None  # the `collect` run this episode belongs to
     item: str | None = None  # its work item in that run, "<task id>#<repeat>"
     parent: str | None = None  # a sub-agent's episode: the trajectory that delegated it
@@ -235,3 +243,29 @@ class Trajectory(Record):
     usage: Usage = Usage()
     started_at: datetime = Field(default_factory=utcnow)
     ended_at: datetime | None = None
+
+    def messages_at(self, index: int) -> tuple[Message, ...]:
+        """The exact model input of step ``index`` (system prompt, goal, earlier turns, tool
+        responses), rebuilt from what each step added."""
+        return model_input(self.steps, index)
+
+
+def model_input(steps: Sequence[Step], index: int) -> tuple[Message, ...]:
+    """The model input of ``steps[index]``: the nearest whole input at or before it (the first
+    step's, or a record that holds its whole input), then what each later step added."""
+    if not 0 <= index < len(steps):
+        raise IndexError(f"step {index} of {len(steps)}")
+    start = index
+    while start > 0 and steps[start].messages_new:
+        start -= 1
+    messages = list(steps[start].messages)
+    for step in steps[start + 1 : index + 1]:
+        messages += step.messages
+    return tuple(messages)
+
+
+def added_messages(before: Sequence[Message], now: Sequence[Message]) -> tuple[Message, ...] | None:
+    """What ``now`` adds after ``before``, or ``None`` when ``now`` does not start with ``before``."""
+    if len(now) < len(before) or tuple(now[: len(before)]) != tuple(before):
+        return None
+    return tuple(now[len(before):])

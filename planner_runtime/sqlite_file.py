@@ -49,7 +49,7 @@ class SqliteFile:
             self._engine = engine
             self._create_schema()
             self._opened()
-        except (SQLAlchemyError, OSError) as exc:
+        except (SQLAlchemyError, OSError, StoreError) as exc:  # StoreError: a file _migrate refuses
             self.close()
             raise StoreError(f"cannot open {self.what} {self.path}: {exc}") from exc
         return self

@@ -1,1 +1,1 @@
-"""Phones over adb: the host protocol client, the device (shell, files, uiautomator2 RPC), adb servers and the pool source that lists them."""
+"""Phones over adb: the host protocol client, the device (shell, files, uiautomator2 RPC), adb servers and the pool source that lists them. It implements :mod:`device_farm.sources` and never imports the pool or the virtual phone."""

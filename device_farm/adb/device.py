@@ -17,12 +17,12 @@ from typing import Any, Sequence
 
 import adbutils
 
-from device_farm import DeviceInfo, ShellResult
+from device_farm import DeviceInfo, Payload, ShellResult, payload_bytes
 from device_farm.adb.host import AdbHost, host_query
+from device_farm.adb.u2rpc import HttpOverStream, JsonRpcClient
 from device_farm.command_size import CHECK_ABOVE_CHARS, check_command
 from device_farm.errors import DeviceOffline, ShellCommandError, UiServerDown
 from device_farm.hierarchy import Screen, parse_hierarchy
-from device_farm.adb.u2rpc import HttpOverStream, JsonRpcClient
 
 log = logging.getLogger(__name__)
 
@@ -176,12 +176,14 @@ class AdbDevice:
             raise ShellCommandError("screencap -p", 1, png[:200].decode("utf-8", "replace"))
         return png
 
-    def push(self, data: bytes, path: str, mode: int = 0o644) -> None:
-        """Write ``data`` to ``path`` on the phone over the sync protocol (as ``adb push``)."""
+    def push(self, data: Payload, remote: str, mode: int = 0o644) -> None:
+        """Write ``data`` (bytes or a local file) to ``remote`` over the sync protocol, as
+        ``adb push`` does; ``remote`` names the file, never a folder to put it in."""
+        content = payload_bytes(data)
         try:
-            self._adb.sync.push(data, path, mode)
+            self._adb.sync.push(content, remote, mode)
         except (adbutils.AdbError, OSError) as exc:
-            raise ShellCommandError(f"push {path}", 1, str(exc)) from exc
+            raise ShellCommandError(f"push {remote}", 1, str(exc)) from exc
 
     def info(self) -> DeviceInfo:
         data = self.ui_call("deviceInfo")

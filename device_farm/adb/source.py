@@ -1,27 +1,26 @@
-"""Device sources over adb: one adb server (``host:port``), or built-in virtual phones.
+"""The device source over adb: the devices of one adb server (``host:port``).
 
 :class:`AdbSource` lists an adb server's devices with raw host-protocol queries (adbutils'
 client would start a default adb server when the one asked for is down, which a farm must not
 do), probes health over shell v2 and the uiautomator2 ``/ping``, and re-attaches network
-serials with ``adb connect`` after a transport drop. :class:`VirtualSource` starts N virtual
-phones behind a private adb server and is otherwise the same source, except that it can restore
-each phone to the snapshot it took at boot (:class:`~device_farm.pool.sources.CleanSlate`).
+serials with ``adb connect`` after a transport drop. It implements
+:class:`device_farm.sources.DeviceSource`, the seam below both the transports and the pool:
+this package imports that protocol and never the pool, and the pool never imports a
+transport (whoever builds the pool hands it its sources).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 from device_farm import ShellResult
 from device_farm.adb.device import UI_SERVER_PORT, AdbDevice, list_states
 from device_farm.adb.host import AdbHost, AdbHostError, host_query
 from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout
-from device_farm.pool.health import DeviceHealth, HealthPolicy, probe_over_shell
-from device_farm.pool.sources import READY, DeviceCandidate
+from device_farm.health import DeviceHealth, HealthPolicy, probe_over_shell
+from device_farm.sources import READY, DeviceCandidate
 
-CLEAN_SNAPSHOT = "clean"  # each virtual phone's state as booted, before anyone used it
 from device_farm.adb.u2rpc import HttpOverStream, JsonRpcClient
 
 _NETWORK_SERIAL = re.compile(r"^[\w.\-\[\]:]+:\d+$")
@@ -122,55 +121,3 @@ class AdbSource:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
-
-
-class VirtualSource(AdbSource):
-    """``count`` built-in virtual phones behind a private adb server, started by ``start()``."""
-
-    def __init__(self, count: int = 1, *, home: Path | None = None, name: str = "virtual",
-                 policy: HealthPolicy = HealthPolicy()) -> None:
-        super().__init__("127.0.0.1:0", name=name, policy=policy)
-        self.count = count
-        self._home = home
-        self.phones: list = []  # VirtualPhone, imported lazily with the virtual package
-        self.server = None
-
-    def start(self) -> None:
-        from device_farm.adb.server import AdbServer
-        from device_farm.virtual import VirtualPhone
-
-        if self.server is not None:
-            return
-        if self._home is not None:
-            self._home.mkdir(parents=True, exist_ok=True)  # adb aborts when it cannot write $HOME/.android
-        self.server = AdbServer(home=self._home).start()
-        self.port = self.server.port
-        try:
-            for _ in range(self.count):
-                phone = VirtualPhone().start()
-                self.phones.append(phone)
-                phone.save_snapshot(CLEAN_SNAPSHOT)
-                self.server.connect_device(phone.address)
-        except Exception:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        for phone in self.phones:
-            phone.stop()
-        self.phones = []
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def restore_clean(self, candidate: DeviceCandidate) -> None:
-        """Put the phone back as it booted (a snapshot restore takes about a millisecond; the
-        adb connection and the uiautomator2 server stay up)."""
-        phone = next((p for p in self.phones if p.address == candidate.serial), None)
-        if phone is None:
-            raise DeviceOffline(f"{candidate.serial} is not one of this source's virtual phones")
-        phone.restore_snapshot(CLEAN_SNAPSHOT)
-
-    def _candidate(self, serial: str, state: str, model: str = "") -> DeviceCandidate:
-        return DeviceCandidate(key=f"virtual/{self.address}/{serial}", serial=serial, source=self.name,
-                               state=state, address=self.address, model=model)

@@ -20,10 +20,12 @@ from urllib.parse import urlsplit
 import urllib3
 from selenium.common import exceptions as wd
 
-from device_farm import DeviceInfo, ShellResult
+from device_farm import DeviceInfo, Payload, ShellResult, payload_bytes
 from device_farm.appium.xml import INPUT_CLASS, INPUT_KINDS, to_uiautomator_xml
 from device_farm.command_size import CHECK_ABOVE_CHARS, check_command
-from device_farm.errors import CommandTooLong, DeviceError, DeviceOffline, DeviceTimeout, ElementNotFound, UiRpcError, UiServerDown
+from device_farm.errors import (
+    CommandTooLong, DeviceError, DeviceOffline, DeviceTimeout, ElementNotFound, ShellCommandError, UiRpcError, UiServerDown,
+)
 from device_farm.hierarchy import Screen, parse_hierarchy
 
 T = TypeVar("T")
@@ -222,6 +224,22 @@ class AppiumDevice:
         """The screen as PNG bytes."""
         data = self._call("screenshot", lambda: self.driver.get_screenshot_as_base64())
         return base64.b64decode(data)
+
+    def push(self, data: Payload, remote: str, mode: int = 0o644) -> None:
+        """Write ``data`` (bytes or a local file) to ``remote`` with ``mobile: pushFile``.
+
+        The bytes travel base64-encoded in the WebDriver request. Appium leaves the new file's
+        permission bits to the driver (``adb push`` gives 0644 on Android), so another ``mode``
+        is set with ``chmod`` over :meth:`shell`, which needs the server's ``adb_shell``
+        feature; a driver without ``mobile: pushFile`` raises DriverUnsupported.
+        """
+        encoded = base64.b64encode(payload_bytes(data)).decode("ascii")
+        self._call(f"push {remote}", lambda: self.driver.execute_script(
+            "mobile: pushFile", {"remotePath": remote, "payload": encoded}))
+        if mode != 0o644:
+            result = self.shell(["chmod", f"{mode:o}", remote])
+            if not result.ok:
+                raise ShellCommandError(f"chmod {mode:o} {remote}", result.exit_code, result.output)
 
     def click(self, x: int, y: int) -> None:
         """A tap at (x, y) as one W3C touch-pointer action (move, down, up)."""

@@ -19,8 +19,8 @@ import httpx
 
 from device_farm.appium.device import AppiumDevice
 from device_farm.errors import DeviceOffline, DeviceTimeout
-from device_farm.pool.health import DeviceHealth
-from device_farm.pool.sources import READY, DeviceCandidate
+from device_farm.health import DeviceHealth
+from device_farm.sources import READY, DeviceCandidate
 
 NOT_READY = "not-ready"  # the endpoint answers /status but says it takes no new sessions
 

@@ -1,1 +1,1 @@
-"""The device pool: sources of devices, exclusive leases, health checks, quarantine and the state kept between processes."""
+"""The device pool: exclusive leases over the devices its sources list, health checks, quarantine and the state kept between processes. It programs against :mod:`device_farm.sources` only and never imports a transport (adb, Appium, the virtual phone): whoever builds a pool hands it its sources."""

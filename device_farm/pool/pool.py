@@ -2,7 +2,7 @@
 
 ``with pool.lease(timeout=30, require=Requirement(min_battery=20)) as device:`` hands out one
 connected :class:`~device_farm.Device` that nobody else (no thread, no process on the host)
-holds until the block ends. Devices come from :class:`~device_farm.pool.sources.DeviceSource`
+holds until the block ends. Devices come from :class:`~device_farm.sources.DeviceSource`
 objects: adb servers, built-in virtual phones, Appium endpoints. An infra fault raised in the
 block (a :class:`DeviceError` with ``infra=True``) is counted, or reported with
 :meth:`Lease.report`; after a faulty lease the device is reconnected if its transport dropped
@@ -24,9 +24,9 @@ from typing import Any, Iterable
 
 from device_farm import Device
 from device_farm.errors import DeviceError, DeviceOffline, DeviceUnavailable
-from device_farm.pool.health import DeviceHealth
+from device_farm.health import DeviceHealth
 from device_farm.pool.state import DeviceRecord, Holder, LeaseLock, PoolState
-from device_farm.pool.sources import READY, CleanSlate, DeviceCandidate, DeviceSource
+from device_farm.sources import READY, CleanSlate, DeviceCandidate, DeviceSource
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from device_farm.pool.health import DeviceHealth
+from device_farm.health import DeviceHealth
 
 
 @dataclass(frozen=True)

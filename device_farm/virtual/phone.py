@@ -12,18 +12,18 @@ import logging
 from typing import Callable, Coroutine, Iterable, TypeVar
 
 from device_farm.errors import DeviceError
-from device_farm.virtual.adb_auth import AdbPublicKey, KeyRing, KeySource, load_keys
-from device_farm.virtual.adbd import AdbdServer, make_banner
+from device_farm.virtual.adbd.auth import AdbPublicKey, KeyRing, KeySource, load_keys
+from device_farm.virtual.adbd.server import AdbdServer, make_banner
 from device_farm.virtual.apps import default_apps
-from device_farm.virtual.apps.base import App
-from device_farm.virtual.commands import default_commands
-from device_farm.virtual.fault_injector import FaultInjector
+from device_farm.virtual.faults.injector import FaultInjector
+from device_farm.virtual.faults.plan import FaultEvent, FaultPlan, FaultSpec, as_plan
+from device_farm.virtual.os.app import App
+from device_farm.virtual.os.system import AndroidSystem
 from device_farm.virtual.phone_loop import PhoneLoop
-from device_farm.virtual.faults import FaultEvent, FaultPlan, FaultSpec, as_plan
-from device_farm.virtual.services import ServiceRouter
+from device_farm.virtual.services.router import ServiceRouter
+from device_farm.virtual.shell.commands import default_commands
 from device_farm.virtual.snapshot import Snapshot, SnapshotError, capture, restore
-from device_farm.virtual.system import AndroidSystem
-from device_farm.virtual.u2server import ABSTRACT_SOCKET, UiAutomatorServer
+from device_farm.virtual.uiautomator.server import ABSTRACT_SOCKET, UiAutomatorServer
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -38,7 +38,7 @@ class PhoneStartError(DeviceError):
 def _worker(ports: Sequence[int], host: str, keys: list[Path] | None, accept_new_keys: bool, conn: Connection) -> None:
     """Start the phones, report them (or the error) on ``conn``, serve until the parent says
     stop or goes away (its end of the pipe closes)."""
-    from device_farm.virtual.adb_auth import load_keys
+    from device_farm.virtual.adbd.auth import load_keys
     from device_farm.virtual.phone import VirtualPhone
     from device_farm.virtual.phone_loop import PhoneLoop
 

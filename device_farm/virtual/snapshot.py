@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from device_farm.errors import DeviceError
-from device_farm.virtual.fs import Node
+from device_farm.virtual.os.fs import Node
 
 if TYPE_CHECKING:
-    from device_farm.virtual.apps.base import Activity, App
-    from device_farm.virtual.dialogs import Dialog
-    from device_farm.virtual.notifications import Notification
-    from device_farm.virtual.system import AndroidSystem, Process
+    from device_farm.virtual.os.app import Activity, App
+    from device_farm.virtual.os.dialogs import Dialog
+    from device_farm.virtual.os.notifications import Notification
+    from device_farm.virtual.os.system import AndroidSystem, Process
 
 
 class SnapshotError(DeviceError, LookupError):

@@ -15,10 +15,11 @@ from typing import Any, Optional, Sequence
 import typer
 from rich.table import Table
 
-from device_farm.adb.source import AdbSource, VirtualSource
+from device_farm.adb.source import AdbSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.appium.source import AppiumSource
 from device_farm.pool.pool import DevicePool, DeviceStatus
-from device_farm.pool.sources import DeviceSource
+from device_farm.sources import DeviceSource
 from planner_runtime.cli.common import ExitCode, console, err, fail
 from planner_runtime.config import Settings, parse_host_port
 from planner_runtime.errors import PlannerRuntimeError

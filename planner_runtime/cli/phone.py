@@ -34,7 +34,7 @@ def phone_serve(
 
     from device_farm.errors import DeviceError
     from device_farm.virtual import PhoneLoop, VirtualPhone
-    from device_farm.virtual.adb_auth import load_keys
+    from device_farm.virtual.adbd.auth import load_keys
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the phones as Ctrl-C does

@@ -20,7 +20,8 @@ from rich.table import Table
 from planner_runtime.cli.common import fail
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
-from planner_runtime.trajectories.store import Filter, Summary, TrajectoryStore
+from planner_runtime.trajectories.query import Filter, Summary
+from planner_runtime.trajectories.store import TrajectoryStore
 
 trajectories_app = typer.Typer(help="Stored trajectories: list and filter them.", no_args_is_help=True)
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)  # piped: keep ids whole

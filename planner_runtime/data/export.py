@@ -38,12 +38,12 @@ def _trained(step: Step) -> bool:
 
 
 def sft_rows(trajectory: Trajectory) -> Iterator[dict[str, Any]]:
-    for step in trajectory.steps:
+    for i, step in enumerate(trajectory.steps):
         if not _trained(step):
             continue
         yield {
             # the turns the local planner renders (chat_turns): the model's chat template gives the same text
-            "prompt": [turn.as_dict() for turn in chat_turns(step.messages, trajectory.tools)],
+            "prompt": [turn.as_dict() for turn in chat_turns(trajectory.messages_at(i), trajectory.tools)],
             "completion": [{"role": "assistant", "content": step.raw_output}],
             "trajectory_id": trajectory.id,
             "step": step.index,

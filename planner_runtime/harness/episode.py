@@ -1,6 +1,8 @@
 """The episode loop: goal → planner turns → tool calls → feedback, until finish or a limit.
 
-Every turn becomes a :class:`~planner_runtime.contract.Step` committed to the store as it ends;
+Every turn becomes a :class:`~planner_runtime.contract.Step` written to the episode's sink
+(:class:`~planner_runtime.trajectories.sink.EpisodeSink`, the trajectory store) as it ends, holding
+the messages new to the model input at that turn;
 output with no parsable call, several calls, unknown tools and bad arguments all become error
 feedback and the episode goes on — so does output no store could hold (JSON nested past reading,
 ``NaN``, lone surrogates, a megabyte of text), which every planner's output is held to by
@@ -48,6 +50,8 @@ from planner_runtime.contract import (
     Trajectory,
     TrajectoryStatus,
     Usage,
+    added_messages,
+    model_input,
     new_id,
 )
 from planner_runtime.deadline import Deadline, seconds_left, within
@@ -57,7 +61,7 @@ from planner_runtime.harness.repeats import RepeatGuard, sensitive_record
 from planner_runtime.harness.tools import ToolContext, ToolSet
 from planner_runtime.planners import Planner, PlannerContextExceeded, PlannerOutput, PlannerTimeout, PlannerUnavailable, Sampling
 from planner_runtime.planners.toolcalls import clean_text, guard_output
-from planner_runtime.trajectories.store import TrajectoryStore
+from planner_runtime.trajectories.sink import EpisodeSink
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +98,7 @@ class Episode:
     planner: Planner
     tools: ToolSet
     ctx: ToolContext
-    store: TrajectoryStore
+    store: EpisodeSink
     identity: EpisodeIdentity  # source, device, task, collection, item, parent: stored with the trajectory
     limits: EpisodeLimits = EpisodeLimits()
     sampling: Sampling | None = None
@@ -107,6 +111,7 @@ class Episode:
     history: tuple[Message, ...] = ()
     _usage: Usage = field(default_factory=Usage, init=False, repr=False)
     _guard: RepeatGuard = field(default_factory=lambda: RepeatGuard(2), init=False, repr=False)
+    _stored_input: tuple[Message, ...] = field(default=(), init=False, repr=False)  # the last stored step's model input
 
     def _first_messages(self) -> list[Message]:
         screen = self.ctx.observation()
@@ -171,6 +176,7 @@ class Episode:
         for step in self.prefix:
             self.store.append_step(self.trajectory_id, step)
             self._usage = self._usage + step.usage
+        self._stored_input = model_input(self.prefix, len(self.prefix) - 1) if self.prefix else ()
         status, answer = TrajectoryStatus.interrupted, None
         try:
             status, answer = self._loop(list(header.tools))
@@ -261,9 +267,11 @@ class Episode:
                 feedback = device_feedback(call.call_id if call else new_id("call_"), exc)
             t2 = time.perf_counter()
             self._usage = self._usage + out.usage
+            kept, extends = self._kept_input(messages)
             step = Step(
                 index=index,
-                messages=tuple(messages),
+                messages=kept,
+                messages_new=extends,
                 raw_output=out.text,
                 tool_call=call,
                 feedback=feedback,
@@ -271,6 +279,7 @@ class Episode:
                 plan_seconds=t1 - t0,
                 act_seconds=t2 - t1,
                 observation_digest=feedback.observation.digest if feedback.observation else "",
+                tokens=out.tokens,
             )
             self.store.append_step(self.trajectory_id, step)
             if self.on_step is not None:
@@ -293,6 +302,14 @@ class Episode:
                 return TrajectoryStatus.finished, str(call.arguments.get("answer", ""))
         return TrajectoryStatus.truncated, None
 
+    def _kept_input(self, messages: list[Message]) -> tuple[tuple[Message, ...], bool]:
+        """What a step keeps of its model input and whether that extends the last stored step's
+        input (``Step.messages_new``): the messages new since then, or the whole input when it
+        does not start with that one."""
+        new = added_messages(self._stored_input, messages)
+        self._stored_input = tuple(messages)
+        return (new, True) if new is not None else (tuple(messages), False)
+
     def _out_of_time(self, index: int, messages: list[Message], late: PlannerOutput | None, waited: float) -> None:
         """The last step of an episode whose time ran out while the planner was answering."""
         call = late.tool_calls[0] if late is not None and late.tool_calls else None
@@ -304,14 +321,17 @@ class Episode:
         ).model_copy(update={"note": "episode time limit"})
         usage = late.usage if late is not None else Usage()
         self._usage = self._usage + usage
+        kept, extends = self._kept_input(messages)
         step = Step(
             index=index,
-            messages=tuple(messages),
+            messages=kept,
+            messages_new=extends,
             raw_output=late.text if late is not None else "",
             tool_call=call,
             feedback=feedback,
             usage=usage,
             plan_seconds=waited,
+            tokens=late.tokens if late is not None else None,
         )
         self.store.append_step(self.trajectory_id, step)
         if self.on_step is not None:

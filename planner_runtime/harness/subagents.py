@@ -27,7 +27,7 @@ from planner_runtime.harness.skills import Skill
 from planner_runtime.harness.toolbox import DELEGATE_TOOL, with_skills
 from planner_runtime.harness.tools import Tool, ToolArgs, ToolContext, ToolFailure, ToolResult, ToolSet
 from planner_runtime.planners import Planner, Sampling
-from planner_runtime.trajectories.store import TrajectoryStore
+from planner_runtime.trajectories.sink import EpisodeSink
 
 MAX_BUDGET = 20
 
@@ -37,7 +37,7 @@ class Lineage:
     """What a delegated episode shares with the episode that delegates it."""
 
     planner: Planner
-    store: TrajectoryStore
+    store: EpisodeSink
     identity: EpisodeIdentity  # the parent's; the child's is derived from it (same phone and source)
     parent_id: str
     limits: EpisodeLimits = EpisodeLimits()  # the parent's; the child's steps are its budget

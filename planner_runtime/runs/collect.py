@@ -27,9 +27,9 @@ from typing import Callable, Sequence
 
 from device_farm import Device
 from device_farm.errors import DeviceError, DeviceOffline
-from device_farm.pool.health import not_ready_reason
+from device_farm.health import not_ready_reason
 from device_farm.pool.pool import DevicePool
-from device_farm.pool.sources import DeviceCandidate
+from device_farm.sources import DeviceCandidate
 from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
 from planner_runtime.errors import PlannerRuntimeError, StoreError
 from planner_runtime.harness.device_errors import is_device_fault
@@ -39,7 +39,7 @@ from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.planners.shared import SharedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import TaskSpec
-from planner_runtime.trajectories.store import TrajectoryStore, completed_items
+from planner_runtime.trajectories.store import TrajectoryStore
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def collect(
     ready_check(pool)
     check_reset(pool, disposable, allow_reset)
     collection = collection or new_id("coll_")
-    done = completed_items(store, collection)
+    done = store.completed_items(collection)
     items = [Item(t, r) for r in range(repeat) for t in tasks]
     progress = Progress(total=len(items))
     work: queue.Queue[tuple[Item, int]] = queue.Queue()

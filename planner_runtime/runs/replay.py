@@ -144,7 +144,7 @@ def replan(
         limits=plan.limits,
         on_step=on_step,
         prefix=trajectory.steps[:from_step],
-        history=trajectory.steps[from_step].messages,
+        history=trajectory.messages_at(from_step),
     )
     result = episode.run()
     if task is not None:

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator
 from device_farm import Device
 from device_farm.adb.device import AdbDevice, list_states
 from device_farm.adb.server import AdbServer
-from device_farm.pool.health import not_ready_reason
+from device_farm.health import not_ready_reason
 from planner_runtime.contract import DeviceRef, Source, Step, Trajectory, new_id
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.assembly import plan_run, run_limits

@@ -1,1 +1,2 @@
-"""Stored trajectories: the SQLite store, its schema and migrations, queries, and content-addressed artifacts."""
+"""Stored trajectories: the SQLite store, its schema and migrations, its queries, packed token ids,
+content-addressed artifacts, and the sink protocol episodes write through."""

@@ -1,17 +1,22 @@
-"""The trajectory store's schema: its tables, the additive migration of older files, and
-the records a query selects by (:class:`Filter`) and returns (:class:`Summary`)."""
+"""The trajectory store's schema: its tables and the migration of files older releases wrote.
+
+A file's schema version is SQLite's ``user_version``. Version 0 is every file written before the
+version was kept (up to and including the first release with ``parent`` links and a
+``collections`` table); 1 adds ``steps.tokens``, a step's token ids packed
+(:mod:`planner_runtime.trajectories.tokens`). Migrations only add: an older file's rows are read
+as they are (a step record that holds its whole model input still loads, see
+``contract.Step.messages_new``), so nothing stored is rewritten or lost. A file from a newer
+release than this one is refused rather than misread.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from enum import Enum
-
-from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Integer, MetaData, String, Table, Text, func
+from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Integer, LargeBinary, MetaData, String, Table, Text
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import Select
 
-from planner_runtime.sqlite_file import aware
+from planner_runtime.errors import StoreError
+
+VERSION = 1  # the schema this release writes
 
 metadata = MetaData()
 
@@ -50,7 +55,8 @@ steps = Table(
     Column("tool", String, index=True),
     Column("status", String, nullable=False),
     Column("error_code", String, index=True),
-    Column("record", Text, nullable=False),  # the Step as JSON
+    Column("record", Text, nullable=False),  # the Step as JSON (its token ids apart when packed)
+    Column("tokens", LargeBinary),  # the Step's TurnTokens packed; NULL: in the record, or none
 )
 
 # What each collection was started with (a CollectionSpec as JSON), so a resume runs the same work.
@@ -63,73 +69,6 @@ collections = Table(
 )
 
 
-@dataclass(frozen=True)
-class Filter:
-    """Which trajectories a query selects; ``None`` leaves a field unfiltered. ``success=False``
-    is a verified failure (an unverified episode is neither); ``since`` is inclusive, ``until``
-    exclusive, both on the start time. ``infra=True`` selects the episodes an infra fault ended
-    (``infra_error``) or spoiled (a verdict of kind ``infra``), never the planner's doing;
-    ``infra=False`` leaves them out."""
-
-    task_id: str | None = None
-    status: str | None = None
-    success: bool | None = None
-    failure_kind: str | None = None
-    planner: str | None = None
-    planner_release: str | None = None
-    harness_release: str | None = None
-    source: str | None = None
-    collection: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    infra: bool | None = None
-
-    def apply(self, query: Select) -> Select:
-        t = trajectories
-        for name in ("task_id", "status", "success", "failure_kind", "planner", "planner_release",
-                     "harness_release", "source", "collection"):
-            value = getattr(self, name)
-            if value is not None:
-                query = query.where(t.c[name] == (value.value if isinstance(value, Enum) else value))
-        if self.infra is not None:
-            # coalesce: a NULL failure kind must compare false, not NULL, or negation drops the row
-            infra = (t.c.status == "infra_error") | (func.coalesce(t.c.failure_kind, "") == "infra")
-            query = query.where(infra if self.infra else ~infra)
-        if self.since is not None:
-            query = query.where(t.c.started_at >= aware(self.since))
-        if self.until is not None:
-            query = query.where(t.c.started_at < aware(self.until))
-        return query
-
-
-@dataclass(frozen=True)
-class Summary:
-    """A trajectory's row without its steps, as listings show it. Its tokens are its own
-    (``prompt_tokens``), its sub-agents' and their sum, the total it cost."""
-
-    id: str
-    task_id: str | None
-    goal: str
-    source: str
-    planner: str
-    planner_release: str
-    harness_release: str
-    collection: str | None
-    status: str
-    success: bool | None
-    failure_kind: str | None
-    prompt_tokens: int  # its own planner turns'
-    completion_tokens: int
-    started_at: datetime
-    ended_at: datetime | None
-    steps: int
-    subagents: int = 0  # sub-agent episodes it delegated, every level down
-    subagent_prompt_tokens: int = 0  # what they cost, on top of its own
-    subagent_completion_tokens: int = 0
-    total_prompt_tokens: int = 0  # own + sub-agents'
-    total_completion_tokens: int = 0
-
-
 def add_missing_columns(conn: Connection) -> None:
     """Bring a store written by an older release up to the current columns (additive only);
     ``conn`` holds the schema lock, so two processes never add the same column."""
@@ -139,3 +78,13 @@ def add_missing_columns(conn: Connection) -> None:
             if column.name not in have:
                 kind = column.type.compile(dialect=conn.dialect)
                 conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+
+
+def migrate(conn: Connection) -> None:
+    """Bring the file ``conn`` holds the schema lock of up to :data:`VERSION`."""
+    found = conn.exec_driver_sql("PRAGMA user_version").scalar() or 0
+    if found > VERSION:
+        raise StoreError(f"written by a newer release (schema {found}; this release reads up to {VERSION}): upgrade to open it")
+    add_missing_columns(conn)
+    if found < VERSION:
+        conn.exec_driver_sql(f"PRAGMA user_version = {VERSION}")

@@ -13,7 +13,7 @@ from datetime import datetime
 from html import escape
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from planner_runtime.contract import Message, Step, Trajectory, Usage
+from planner_runtime.contract import Message, Step, Trajectory, Usage, added_messages
 from planner_runtime.cost import TokenUsage, own_usage
 from planner_runtime.viewer.style import CSS, CSP
 
@@ -68,14 +68,6 @@ def _verdict(traj: Trajectory) -> str:
             f'<table class="checks"><tr><th></th><th>check</th><th>evidence</th></tr>{rows}</table>')
 
 
-def _new_messages(step: Step, previous: Step | None) -> Sequence[Message]:
-    """The messages this turn added to the model input (the rest repeats the previous turn)."""
-    before = previous.messages if previous is not None else ()
-    if len(step.messages) >= len(before) and step.messages[: len(before)] == before:
-        return step.messages[len(before):]
-    return step.messages
-
-
 def _screenshot(ref: str | None, read: ScreenshotReader | None) -> str:
     if not ref:
         return ""
@@ -87,7 +79,8 @@ def _screenshot(ref: str | None, read: ScreenshotReader | None) -> str:
     return f'<div class="shot"><img alt="screenshot after this step" src="{e(uri)}"></div>'
 
 
-def _step(step: Step, previous: Step | None, read: ScreenshotReader | None) -> str:
+def _step(step: Step, new: Sequence[Message], inputs: int, read: ScreenshotReader | None) -> str:
+    """One step; ``new`` is what its turn added to the model input, of ``inputs`` messages in all."""
     fb, call = step.feedback, step.tool_call
     title = f"{call.name}" if call else "(no tool call)"
     parts = [f'<span class="label">model output</span>{_pre(step.raw_output, "raw")}']
@@ -111,10 +104,9 @@ def _step(step: Step, previous: Step | None, read: ScreenshotReader | None) -> s
         if changes:
             parts.append(f'<span class="label">changes</span>{_pre(changes, "changes")}')
         shot = _screenshot(obs.screenshot, read)
-    new = _new_messages(step, previous)
     if new:
         shown = "\n\n".join(f"[{m.role.value}] {m.content}" for m in new)
-        parts.append(f"<details><summary>model input: {len(new)} new message(s) of {len(step.messages)}</summary>{_pre(shown, 'messages')}</details>")
+        parts.append(f"<details><summary>model input: {len(new)} new message(s) of {inputs}</summary>{_pre(shown, 'messages')}</details>")
     meta = (f"{step.usage.prompt_tokens} prompt + {step.usage.completion_tokens} output tokens · "
             f"plan {step.plan_seconds:.2f} s · act {step.act_seconds:.2f} s · {_when(step.started_at)}")
     body = f'<div class="cols{"" if shot else " noshot"}"><div>{"".join(parts)}</div>{shot}</div>'
@@ -167,10 +159,13 @@ def _trajectory(traj: Trajectory, read: ScreenshotReader | None, tokens: TokenUs
     ]
     if getattr(traj, "parent", None):
         facts.append(("delegated by", traj.parent))
-    steps, previous = [], None
-    for step in traj.steps:
-        steps.append(_step(step, previous, read))
-        previous = step
+    steps: list[str] = []
+    before: tuple[Message, ...] = ()
+    for i, step in enumerate(traj.steps):
+        now = traj.messages_at(i)
+        new = added_messages(before, now)  # the rest repeats the previous turn's input
+        steps.append(_step(step, now if new is None else new, len(now), read))
+        before = now
     cls, label = _outcome(traj)
     return (
         f'<article class="trajectory" id="{e(traj.id)}" data-trajectory="{e(traj.id)}">'

@@ -142,3 +142,23 @@ def test_phone_on_5555_to_5585_is_attached_without_adb_connect():
         assert f"emulator-{port - 1}" in list_serials(server.host, server.port)
         with AdbDevice(f"emulator-{port - 1}", adb_port=server.port) as dev:
             assert dev.shell("echo hi").output.strip() == "hi"
+
+
+def test_push_writes_bytes_or_a_local_file_with_the_mode_asked(device, tmp_path):
+    script = b"echo pushed\n"
+    device.push(script, remote="/data/local/tmp/tools/run.sh", mode=0o755)  # the folder is created
+    assert device.shell(["cat", "/data/local/tmp/tools/run.sh"]).output == "echo pushed\n"
+    assert device.shell(["ls", "-l", "/data/local/tmp/tools/run.sh"]).output.startswith("-rwxr-xr-x")
+    local = tmp_path / "notes.txt"
+    local.write_bytes("from a file, ünïcode\n".encode())
+    device.push(local, "/sdcard/Download/notes.txt")
+    device.push(str(local), "/sdcard/Download/again.txt")
+    assert device.shell(["cat", "/sdcard/Download/notes.txt"]).output == "from a file, ünïcode\n"
+    assert device.shell(["cat", "/sdcard/Download/again.txt"]).output == "from a file, ünïcode\n"
+    assert device.shell(["ls", "-l", "/sdcard/Download/notes.txt"]).output.startswith("-rw-r--r--")
+
+
+def test_pushing_a_missing_local_file_is_the_callers_error_and_asks_the_phone_nothing(device, tmp_path):
+    with pytest.raises(FileNotFoundError):
+        device.push(tmp_path / "absent.txt", "/sdcard/Download/absent.txt")
+    assert device.shell(["ls", "/sdcard/Download/absent.txt"]).exit_code != 0

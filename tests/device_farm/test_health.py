@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from device_farm.adb.source import AdbSource
-from device_farm.pool.health import DeviceHealth, HealthPolicy, parse_battery, parse_df_free_mb
-from device_farm.pool.sources import DeviceCandidate
+from device_farm.health import DeviceHealth, HealthPolicy, parse_battery, parse_df_free_mb
+from device_farm.sources import DeviceCandidate
 
 TOYBOX_DF = """Filesystem       1K-blocks    Used Available Use% Mounted on
 /dev/block/dm-48 115249860 8420180 106698896   8% /data

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from device_farm.adb.server import AdbServer
-from device_farm.adb.source import AdbSource, VirtualSource
+from device_farm.adb.source import AdbSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.errors import DeviceOffline, DeviceUnavailable, ElementNotFound, UiServerDown
 from device_farm.pool.pool import DevicePool, QuarantinePolicy, Requirement
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.errors import DeviceError, DeviceUnavailable
 from device_farm.pool.pool import DevicePool, QuarantinePolicy, Requirement
 from planner_runtime.contract import ErrorCode

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect
 from planner_runtime.contract import TrajectoryStatus

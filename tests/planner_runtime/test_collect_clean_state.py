@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect
 from planner_runtime.planners.scripted import ScriptedPlanner

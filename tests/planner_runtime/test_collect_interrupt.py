@@ -19,7 +19,7 @@ SCRIPT = """
 import sys, time
 from pathlib import Path
 import torch
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect
 from planner_runtime.planners.scripted import ScriptedPlanner

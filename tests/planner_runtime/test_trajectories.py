@@ -132,8 +132,6 @@ def test_a_store_opened_for_reading_is_never_created(tmp_path):
 
 
 def test_an_item_cut_off_before_its_verdict_is_not_done(tmp_path):
-    from planner_runtime.trajectories.store import completed_items
-
     def item(key: str, *, task: str | None = "t1", verdict: Verdict | None = None, status=TrajectoryStatus.finished) -> None:
         head = _header().model_copy(update={"task_id": task, "collection": "coll_a", "item": key})
         store.begin(head)
@@ -148,4 +146,4 @@ def test_an_item_cut_off_before_its_verdict_is_not_done(tmp_path):
         item("infra#0", verdict=Verdict(success=False, score=0.0, failure_kind="infra"))
         item("goal#0", task=None)  # no task: a finished episode is all there is to judge
         item("truncated goal#0", task=None, status=TrajectoryStatus.truncated)
-        assert completed_items(store, "coll_a") == {"judged#0", "passed#0", "goal#0"}
+        assert store.completed_items("coll_a") == {"judged#0", "passed#0", "goal#0"}

@@ -14,7 +14,8 @@ from planner_runtime.contract import (
     Check, DeviceRef, FailureKind, Feedback, FeedbackStatus, Source, Step, ToolCall, Trajectory, TrajectoryStatus, Usage,
     Verdict,
 )
-from planner_runtime.trajectories.store import Filter, TrajectoryStore
+from planner_runtime.trajectories.query import Filter
+from planner_runtime.trajectories.store import TrajectoryStore
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from device_farm.virtual.apps.base import App
+from device_farm.virtual.os.app import App
 
 if TYPE_CHECKING:
-    from device_farm.virtual.system import AndroidSystem
+    from device_farm.virtual.os.system import AndroidSystem
 
 
 def default_apps() -> list[Callable[["AndroidSystem"], App]]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, scrolled, text_view
-from device_farm.virtual.content import ContentUri, SqliteProvider, Table
-from device_farm.virtual.intents import ACTION_VIEW, Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.content import ContentUri, SqliteProvider, Table
+from device_farm.virtual.os.intents import ACTION_VIEW, Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, scrolled, text_view
 
 PACKAGE = "com.google.android.calendar"
 ALL_IN_ONE = "com.android.calendar.AllInOneActivity"

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, switch, text_view
-from device_farm.virtual.content import ContentUri, SqliteProvider, Table
-from device_farm.virtual.intents import Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.content import ContentUri, SqliteProvider, Table
+from device_farm.virtual.os.intents import Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, switch, text_view
 
 PACKAGE = "com.google.android.deskclock"
 DESK_CLOCK = "com.android.deskclock.DeskClock"

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
-from device_farm.virtual.content import ContentUri, ProviderError, SqliteProvider, Table
-from device_farm.virtual.intents import ACTION_VIEW, Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.content import ContentUri, ProviderError, SqliteProvider, Table
+from device_farm.virtual.os.intents import ACTION_VIEW, Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, text_view
 
 PACKAGE = "com.google.android.contacts"
 PEOPLE = "com.android.contacts.activities.PeopleActivity"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, group, row_list, scrolled, text_view
-from device_farm.virtual.fs import FsError
-from device_farm.virtual.intents import ACTION_VIEW, ComponentName, Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.fs import FsError
+from device_farm.virtual.os.intents import ACTION_VIEW, ComponentName, Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, group, row_list, scrolled, text_view
 
 PACKAGE = "com.google.android.apps.nbu.files"
 HOME = "com.google.android.apps.nbu.files.home.HomeActivity"

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, row_list, scrolled, text_view
-from device_farm.virtual.content import ContentUri, SqliteProvider, Table
-from device_farm.virtual.intents import ComponentName, Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.content import ContentUri, SqliteProvider, Table
+from device_farm.virtual.os.intents import ComponentName, Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, row_list, scrolled, text_view
 
 PACKAGE = "com.google.android.keep"
 BROWSE = "com.google.android.keep.activities.BrowseActivity"

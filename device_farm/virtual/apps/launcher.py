@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.intents import (
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.intents import (
     ACTION_MAIN, CATEGORY_HOME, CATEGORY_LAUNCHER, FLAG_ACTIVITY_NEW_TASK, Intent,
 )
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.ui.views import Bounds, ViewNode
 
 PACKAGE = "com.google.android.apps.nexuslauncher"
 ACTIVITY = "com.google.android.apps.nexuslauncher.NexusLauncherActivity"

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Callable
 from urllib.parse import parse_qs, unquote_plus, urlparse
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, row_list, scrolled, text_view
-from device_farm.virtual.content import SqliteProvider, Table
-from device_farm.virtual.intents import ACTION_VIEW, Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.content import SqliteProvider, Table
+from device_farm.virtual.os.intents import ACTION_VIEW, Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, row_list, scrolled, text_view
 
 PACKAGE = "com.google.android.apps.maps"
 MAPS = "com.google.android.maps.MapsActivity"

@@ -16,11 +16,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, group, row_list, scrolled, text_view
-from device_farm.virtual.content import SqliteProvider, Table
-from device_farm.virtual.intents import Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.content import SqliteProvider, Table
+from device_farm.virtual.os.intents import Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, row_list, scrolled, text_view
 
 PACKAGE = "com.google.android.apps.youtube.music"
 MUSIC = "com.google.android.apps.youtube.music.activities.MusicActivity"

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import group, row_list, scrolled, switch, text_view
-from device_farm.virtual.intents import ComponentName, Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.intents import ComponentName, Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import group, row_list, scrolled, switch, text_view
 
 PACKAGE = "com.android.settings"
 HOME = "com.android.settings.Settings"

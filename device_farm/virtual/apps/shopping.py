@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, unquote_plus, urlparse
 
-from device_farm.virtual.apps.base import Activity
+from device_farm.virtual.os.app import Activity
 from device_farm.virtual.apps.storefront import (
     ACCOUNT_TABLE, AccountActivity, AccountApp, ListScroll, money, row_list,
 )
-from device_farm.virtual.apps.widgets import button, edit_text, group, text_view
-from device_farm.virtual.content import SqliteProvider, Table
-from device_farm.virtual.intents import ACTION_VIEW, Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.content import SqliteProvider, Table
+from device_farm.virtual.os.intents import ACTION_VIEW, Intent
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, group, text_view
 
 PACKAGE = "com.amazon.mShop.android.shopping"
 STARTUP = "com.amazon.mShop.splashscreen.StartupActivity"

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, ClassVar
 
-from device_farm.virtual.apps import widgets
-from device_farm.virtual.apps.base import Activity, App
-from device_farm.virtual.apps.widgets import button, edit_text, scrolled, text_view
-from device_farm.virtual.content import SqliteProvider
-from device_farm.virtual.intents import Intent
-from device_farm.virtual.ui import Bounds, ViewNode
+from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.content import SqliteProvider
+from device_farm.virtual.os.intents import Intent
+from device_farm.virtual.ui import widgets
+from device_farm.virtual.ui.views import Bounds, ViewNode
+from device_farm.virtual.ui.widgets import button, edit_text, scrolled, text_view
 
 ACCOUNT_TABLE = "CREATE TABLE account (_id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT NOT NULL, name TEXT);"
 
@@ -48,7 +48,7 @@ class AccountApp(App):
 
     def open(self, activity: str, **extras: object) -> None:
         """Push one of this app's activities (an explicit intent, as the app does itself)."""
-        from device_farm.virtual.intents import ComponentName
+        from device_farm.virtual.os.intents import ComponentName
 
         self.system.start_activity(Intent(component=ComponentName(self.package, activity), extras=dict(extras)))
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol, Sequence
 
-from device_farm import Device, DeviceInfo, ShellResult
+from device_farm import Device, DeviceInfo, Payload, ShellResult
 from device_farm.android import foreground
 from device_farm.hierarchy import Screen
 from planner_runtime.harness.effects import TAP_SLOP, Effect, command_effect, push_effect, submit_effect, touch_effect
@@ -99,6 +99,9 @@ class GuardedDevice:
 
     def screenshot(self) -> bytes:
         return self.inner.screenshot()
+
+    def push(self, data: Payload, remote: str, mode: int = 0o644) -> None:
+        self.inner.push(data, remote, mode)  # no tool pushes files; task setup and checks do
 
     def click(self, x: int, y: int) -> None:
         self._touch(x, y)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import socket
 import threading
 import time
@@ -170,3 +171,20 @@ def silent_server() -> Iterator[str]:
 def test_a_server_that_never_answers_times_out(silent_server: str) -> None:
     with pytest.raises(DeviceTimeout):
         AppiumDevice(silent_server, {"platformName": "Android"}, timeout=0.5).connect()
+
+
+def test_push_sends_the_bytes_base64_through_mobile_push_file(appium_device: AppiumDevice, appium_server,
+                                                              tmp_path: Path) -> None:
+    """The fake driver has no file system, so it refuses the command; what reached the server
+    is in its log: the remote path and the payload, base64-encoded."""
+    local = tmp_path / "notes.txt"
+    local.write_bytes(b"pushed \x00\xff bytes")
+    with pytest.raises(DriverUnsupported, match="mobile: pushFile"):
+        appium_device.push(local, "/sdcard/Download/notes.txt")
+    log = appium_server.log.read_text(errors="replace")
+    assert "/sdcard/Download/notes.txt" in log
+    assert base64.b64encode(b"pushed \x00\xff bytes").decode() in log
+    with pytest.raises(FileNotFoundError):  # the caller's mistake: nothing is sent
+        appium_device.push(tmp_path / "absent.txt", "/sdcard/Download/absent.txt")
+    assert "/sdcard/Download/absent.txt" not in appium_server.log.read_text(errors="replace")
+    assert appium_device.dump_hierarchy()  # the session is still fine

@@ -13,7 +13,7 @@ from device_farm.appium.device import AppiumDevice
 from device_farm.appium.source import AppiumSource
 from device_farm.errors import DeviceOffline, DeviceUnavailable
 from device_farm.pool.pool import DevicePool, Requirement
-from device_farm.pool.sources import DeviceCandidate, DeviceSource
+from device_farm.sources import DeviceCandidate, DeviceSource
 
 
 def _source(server, app: Path, *names: str) -> AppiumSource:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import adbutils
 
-from device_farm.virtual.packets import A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, HEADER, Packet
+from device_farm.virtual.adbd.packets import A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, HEADER, Packet
 
 
 class RawAdb:

@@ -11,7 +11,7 @@ import adbutils
 import pytest
 import uiautomator2 as u2
 
-from device_farm.virtual.packets import A_CLSE, A_OKAY, A_OPEN, A_WRTE, HEADER, Packet
+from device_farm.virtual.adbd.packets import A_CLSE, A_OKAY, A_OPEN, A_WRTE, HEADER, Packet
 from tests.device_farm.virtual.raw_adb import RawAdb
 
 

@@ -11,7 +11,7 @@ import uiautomator2 as u2
 
 from device_farm.adb.device import AdbDevice
 from device_farm.errors import DeviceError, DeviceOffline, DeviceTimeout, UiServerDown
-from device_farm.virtual import faults as F
+from device_farm.virtual.faults import plan as F
 
 CLOCK = "com.google.android.deskclock"
 LAUNCHER = "com.google.android.apps.nexuslauncher"

@@ -82,7 +82,7 @@ def test_more_processes_than_phones_is_refused():
 
 def test_workers_require_auth_with_the_key_files_given(tmp_path):
     from device_farm.adb.server import AdbServer
-    from device_farm.virtual.packets import A_AUTH, A_CNXN, A_VERSION, Packet
+    from device_farm.virtual.adbd.packets import A_AUTH, A_CNXN, A_VERSION, Packet
     from tests.device_farm.virtual.raw_adb import RawAdb, keygen
 
     pub = keygen(tmp_path / "home" / ".android" / "adbkey")

@@ -18,11 +18,11 @@ import pytest
 
 from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
-from device_farm.virtual.adb_auth import (
+from device_farm.virtual.adbd.auth import (
     _KEY_STRUCT, AUTH_RSAPUBLICKEY, AUTH_SIGNATURE, AUTH_TOKEN, KEY_WORDS, TOKEN_SIZE, AdbPublicKey, BadAdbKey,
     load_keys,
 )
-from device_farm.virtual.packets import A_AUTH, A_CNXN, A_OKAY, A_OPEN, A_VERSION, Packet
+from device_farm.virtual.adbd.packets import A_AUTH, A_CNXN, A_OKAY, A_OPEN, A_VERSION, Packet
 from tests.device_farm.virtual.raw_adb import RawAdb, keygen
 
 

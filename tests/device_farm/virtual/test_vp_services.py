@@ -10,7 +10,7 @@ import socket
 import adbutils
 import pytest
 
-from device_farm.virtual.adbd import FEATURES
+from device_farm.virtual.adbd.server import FEATURES
 
 
 def test_exec_in_writes_stdin_to_a_file(virtual_phone):

@@ -11,9 +11,9 @@ import adbutils
 import pytest
 
 from device_farm.virtual.apps import default_apps
-from device_farm.virtual.commands import default_commands
-from device_farm.virtual.shell import CommandContext, ShellSession
-from device_farm.virtual.system import AndroidSystem
+from device_farm.virtual.shell.commands import default_commands
+from device_farm.virtual.shell.session import CommandContext, ShellSession
+from device_farm.virtual.os.system import AndroidSystem
 
 
 def run(line: str) -> tuple[int, str, str]:

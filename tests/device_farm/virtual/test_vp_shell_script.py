@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.virtual.shell_service import ScriptReader
+from device_farm.virtual.services.shell_service import ScriptReader
 
 SCRIPT = (
     b"echo 'one\ntwo'\n"

@@ -12,7 +12,7 @@ import uiautomator2 as u2
 from device_farm.virtual import SnapshotError
 from device_farm.virtual.apps import default_apps
 from device_farm.virtual.snapshot import capture, restore
-from device_farm.virtual.system import AndroidSystem
+from device_farm.virtual.os.system import AndroidSystem
 
 CLOCK = "com.google.android.deskclock"
 ALARMS = "content://com.android.deskclock/alarms"

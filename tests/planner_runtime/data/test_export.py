@@ -53,6 +53,8 @@ def test_only_ok_turns_of_verified_successes_become_completions(exported):
     assert '"hour": "7"' in prompt[-2]["content"] and "invalid_arguments" in prompt[-1]["content"]
     assert prompt[-1]["content"].startswith("<tool_response>")
     assert "<tools>" in prompt[0]["content"] and "set_alarm" in prompt[0]["content"]
+    # the whole input of the turn, not only what it added: the harness's system prompt and the goal first
+    assert prompt[0]["content"].startswith("You are an assistant that operates") and TASK.rendered_goal() in prompt[1]["content"]
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +79,8 @@ def test_every_row_tokenizes_to_exactly_what_the_local_planner_read_and_would_wr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and len(trajectory.steps) == 3  # two kept turns; the first (masked) stays in their prompts
     for row in rows:
-        step = trajectory.steps[row["step"]]
-        prompt_ids, prefill, prefill_ids = local_planner.encode(step.messages, trajectory.tools, 24)
+        step, model_input = trajectory.steps[row["step"]], trajectory.messages_at(row["step"])
+        prompt_ids, prefill, prefill_ids = local_planner.encode(model_input, trajectory.tools, 24)
         assert prefill and step.raw_output.startswith(prefill)
         written = prefill_ids + tok(step.raw_output[len(prefill):], add_special_tokens=False).input_ids
         end = tok(f"{IM_END}\n", add_special_tokens=False).input_ids
@@ -86,7 +88,7 @@ def test_every_row_tokenizes_to_exactly_what_the_local_planner_read_and_would_wr
         trl_full = tok.apply_chat_template(row["prompt"] + row["completion"], tokenize=True, return_dict=True)["input_ids"]
         assert trl_prompt == prompt_ids
         assert trl_full == prompt_ids + written + end
-        assert tok.decode(trl_full) == render_conversation(step.messages, trajectory.tools, step.raw_output)
+        assert tok.decode(trl_full) == render_conversation(model_input, trajectory.tools, step.raw_output)
 
 
 def test_a_user_turn_that_quotes_a_tool_response_is_not_merged_with_the_results_after_it():
@@ -127,10 +129,9 @@ def test_prompt_matches_the_local_planner_and_trl_trains_on_it(exported, store, 
     model_dir = ensure_embedded_model()
     tok = AutoTokenizer.from_pretrained(model_dir)
     row = json.loads(out.read_text().splitlines()[0])
-    step = runs[0].steps[1]
     # the exported prompt, through the model's own chat template, is exactly what the planner saw
     templated = tok.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
-    assert templated == render_chat(step.messages, runs[0].tools)
+    assert templated == render_chat(runs[0].messages_at(1), runs[0].tools)
 
     rows = Dataset.from_json(str(out))
     model = AutoModelForCausalLM.from_pretrained(model_dir)

@@ -4,7 +4,7 @@ sub-agent starts it — checked on what each stored, on the virtual phone."""
 
 from __future__ import annotations
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.contract import Role, Trajectory
 from planner_runtime.harness.assembly import SUBAGENT_PROMPT, EpisodeRole, plan_replan, plan_run, plan_subagent, replan_limits, run_limits

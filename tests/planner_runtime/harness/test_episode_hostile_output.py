@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect
 from planner_runtime.contract import ErrorCode, ToolCall, TrajectoryStatus
@@ -65,7 +65,7 @@ def test_hostile_output_is_feedback_stored_and_read_back_and_the_task_succeeds(d
     assert "262144" in hints[10] and "JSON object" in hints[11]
     assert "I am thinking \ufffd about it" == traj.steps[4].raw_output  # kept, made storable
     assert len(traj.steps[10].raw_output) < 300_000  # the megabyte is cut in the record
-    assert max(len(m.content) for m in traj.steps[-1].messages) < 10_000  # and in the model's later input
+    assert max(len(m.content) for m in traj.messages_at(len(traj.steps) - 1)) < 10_000  # and in the model's later input
 
     with TrajectoryStore(path, create=False) as reopened:
         again = reopened.get(traj.id)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.runs.collect import collect
 from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, TrajectoryStatus
 from planner_runtime.planners.openai.client import OpenAIPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import find_task
-from planner_runtime.trajectories.store import Filter, completed_items
+from planner_runtime.trajectories.query import Filter
 from planner_runtime.harness.identity import EpisodeIdentity
 from tests.planner_runtime.planners.fake_openai import FakeOpenAI, Reply, call_reply, closed_port_url, raw_reply, text_reply
 
@@ -37,7 +37,7 @@ def _assert_infra_not_judged(traj, store):
     assert not any(s.feedback.status is not FeedbackStatus.ok for s in traj.steps)  # no agent error stored
     [summary] = store.query(Filter(collection="coll_down"))
     assert (summary.status, summary.failure_kind) == ("infra_error", "infra")
-    assert completed_items(store, "coll_down") == set()  # a resumed or retrying collection runs it again
+    assert store.completed_items("coll_down") == set()  # a resumed or retrying collection runs it again
 
 
 @pytest.mark.parametrize("fault", ["refused", "dns", "reset", "5xx", "not json"])
@@ -65,7 +65,7 @@ def test_an_endpoint_that_answers_garbage_is_the_models_failure(device, device_r
             traj = _run(planner, device, device_ref, store)
     assert traj.status is TrajectoryStatus.truncated and traj.verdict.failure_kind is FailureKind.agent
     assert {s.feedback.error.code for s in traj.steps} == {ErrorCode.no_tool_call}
-    assert completed_items(store, "coll_down") == {"clock.set_alarm#0"}
+    assert store.completed_items("coll_down") == {"clock.set_alarm#0"}
 
 
 def test_a_collection_retries_an_item_whose_planner_was_down(tmp_path, store):

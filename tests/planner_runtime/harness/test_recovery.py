@@ -6,7 +6,7 @@ infra; the token limit ends it as truncated."""
 from __future__ import annotations
 
 from device_farm.errors import DeviceOffline
-from device_farm.virtual.faults import Trigger, TransportDrop
+from device_farm.virtual.faults.plan import Trigger, TransportDrop
 from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, TrajectoryStatus
 from planner_runtime.harness.episode import Episode, EpisodeLimits
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity

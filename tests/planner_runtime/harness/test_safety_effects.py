@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from device_farm.android import Intent, content_insert, content_query, get_setting, launch_app, start_activity
-from device_farm.virtual import faults as F
+from device_farm.virtual.faults import plan as F
 from planner_runtime.contract import ErrorCode, Feedback, FeedbackStatus, ToolCall
 from planner_runtime.harness.safety import Policy, SafetyGate, Sensitivity
 from planner_runtime.harness.skills import CompositeStep, Skill

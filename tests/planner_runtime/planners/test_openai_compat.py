@@ -201,7 +201,7 @@ def test_a_silent_planner_server_is_asked_again_then_the_episode_ends_as_infra(s
     traj = episode.run()
     assert traj.status.value == "infra_error" and len(traj.steps) == 2  # two turns in a row unanswered
     assert all(s.feedback.error.code is ErrorCode.timeout for s in traj.steps)
-    assert traj.steps[1].messages == traj.steps[0].messages  # the same question is asked again
+    assert traj.messages_at(1) == traj.messages_at(0)  # the same question is asked again
 
 
 def test_text_tool_calls_from_servers_without_a_tool_parser_are_parsed():

@@ -234,3 +234,14 @@ def test_delegated_episodes_are_on_the_parent_page(tmp_path):
     html = out.read_text()
     assert f'<article class="trajectory" id="{child.id}"' in html and f"<th>delegated by</th><td>{parent.id}</td>" in html
     assert "<title>Remove &lt;Bob&gt; &amp; co</title>" in html
+
+
+def test_each_step_shows_the_model_input_its_turn_added(device, device_ref, store):
+    from planner_runtime.contract import Source
+
+    traj = run_goal("Open the clock", device=device, identity=EpisodeIdentity(device=device_ref, source=Source.sandbox), store=store,
+                    planner=ScriptedPlanner([{"name": "read_screen", "arguments": {}}, {"name": "open_app", "arguments": {"app": "Clock"}}]))
+    html = render_page([store.get(traj.id)])
+    # the first turn reads the system prompt and goal; each later one the last answer and its result, of all so far
+    assert [f"{new} new message(s) of {total}" in html for new, total in ((2, 2), (2, 4), (2, 6))] == [True] * 3
+    assert html.count("Goal: Open the clock") == 1
