@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_farm.adb.source import VirtualSource
+from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool
 from planner_runtime.bench.report import PlannerReport
 from planner_runtime.bench.runner import Contender, results, run_contender
