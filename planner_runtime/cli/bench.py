@@ -83,9 +83,10 @@ def bench(
                 err.print(f"warning: {line}; benching on the others", soft_wrap=True, markup=False)
             check_reset(pool, disposable, allow_reset)
             db = db or stack.enter_context(TrajectoryStore(path, create=True))
+            for contender, spec in zip(contenders, specs):  # all before any runs, so a resume finds every planner
+                db.record_collection(contender.collection, spec.model_dump(mode="json"))
             reports = []
             for contender, spec in zip(contenders, specs):
-                db.record_collection(contender.collection, spec.model_dump(mode="json"))
                 _, wall = _with_bar(run_contender, tasks, contender, pool=pool, store=db, workers=phones,
                                     repeat=spec.repeat, max_steps=spec.max_steps, policy=spec.policy,
                                     allow_reset=allow_reset, disposable=disposable)
