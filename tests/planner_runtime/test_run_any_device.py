@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from device_farm import Device, DeviceInfo, ShellResult
+from device_farm import Device, DeviceInfo, Payload, ShellResult
 from device_farm.adb.device import AdbDevice
 from planner_runtime.contract import DeviceRef, FeedbackStatus, Source, TrajectoryStatus
 from planner_runtime.harness.identity import EpisodeIdentity
@@ -65,6 +65,10 @@ class ProtocolOnly:
 
     def screenshot(self) -> bytes:
         return self._inner.screenshot()
+
+    def push(self, data: Payload, remote: str, mode: int = 0o644) -> None:
+        self._count("push")
+        self._inner.push(data, remote, mode)
 
 
 def test_an_episode_runs_on_a_device_that_is_only_the_protocol(device, virtual_phone, store):

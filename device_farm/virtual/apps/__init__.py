@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from device_farm.virtual.os.app import App
-
-if TYPE_CHECKING:
-    from device_farm.virtual.os.system import AndroidSystem
+from device_farm.virtual.os.app import App, Runtime
 
 
-def default_apps() -> list[Callable[["AndroidSystem"], App]]:
+def default_apps() -> list[Callable[[Runtime], App]]:
     """Factories for the stock apps, home screen first."""
     from device_farm.virtual.apps.clock import Clock
     from device_farm.virtual.apps.contacts import Contacts

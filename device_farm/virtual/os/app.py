@@ -5,18 +5,62 @@ Apps keep their data in their providers, so the UI, `content query` and intents 
 the same state; activities only keep transient UI state (field text, focus). These are the
 framework's base classes (as `android.app.Activity` is), so they live with the system that
 runs them; the apps in `virtual.apps` subclass them.
+
+An app sees its system only as a `Runtime`: the few members apps and activities use, which
+`system.AndroidSystem` has. It is declared here, not next to the system, because the system
+holds apps and activities: the base classes naming the system itself would make a loop.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, Protocol, runtime_checkable
 
 from device_farm.virtual.os.content import SqliteProvider
+from device_farm.virtual.os.fs import FileSystem
 from device_farm.virtual.os.intents import Intent
 from device_farm.virtual.ui.views import Bounds, ViewNode
 
-if TYPE_CHECKING:
-    from device_farm.virtual.os.system import AndroidSystem
+
+@dataclass(frozen=True)
+class StartResult:
+    """Outcome of startActivity: `error` is the line `am` prints on failure."""
+
+    error: str | None = None
+    delivered_to_top: bool = False
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    """What an app or activity may use of the system that runs it (and nothing more)."""
+
+    fs: FileSystem
+    props: dict[str, str]
+    settings: dict[str, dict[str, str]]
+    """`settings` namespaces (system, secure, global), key to value."""
+    apps: dict[str, "App"]
+    """Installed apps by package."""
+    stack: list["Activity"]
+    """The activity back stack, top last."""
+    granted: dict[str, set[str]]
+    """Runtime permissions granted, by package."""
+
+    @property
+    def foreground(self) -> "Activity": ...
+
+    def now(self) -> float: ...
+
+    def start_activity(self, intent: Intent) -> StartResult: ...
+
+    def finish_activity(self, activity: "Activity") -> None: ...
+
+    def provider(self, authority: str) -> SqliteProvider | None: ...
+
+    def label_of(self, package: str) -> str: ...
+
+    def window(self) -> ViewNode:
+        """The focused window's view tree, freshly built (lays views out before input)."""
+        ...
 
 
 class Activity:
@@ -33,7 +77,7 @@ class Activity:
         return self.app.package
 
     @property
-    def system(self) -> "AndroidSystem":
+    def system(self) -> Runtime:
         return self.app.system
 
     def build(self, screen: Bounds) -> list[ViewNode]:
@@ -63,7 +107,7 @@ class App:
     VERSION_CODE: ClassVar[int] = 1
     SYSTEM_APP: ClassVar[bool] = True
 
-    def __init__(self, system: "AndroidSystem") -> None:
+    def __init__(self, system: Runtime) -> None:
         self.system = system
         self._providers = self.create_providers()
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from device_farm.virtual.os.app import Activity, App
+from device_farm.virtual.os.app import Activity, App, StartResult
 from device_farm.virtual.os.content import SqliteProvider
 from device_farm.virtual.os.dialogs import Dialog
 from device_farm.virtual.os.display import PHYSICAL_DENSITY
@@ -36,14 +36,6 @@ class Process:
     ppid: int
     user: str
     name: str
-
-
-@dataclass(frozen=True)
-class StartResult:
-    """Outcome of startActivity: `error` is the line `am` prints on failure."""
-
-    error: str | None = None
-    delivered_to_top: bool = False
 
 
 class AndroidSystem(ScreenInput):

@@ -6,9 +6,13 @@ from __future__ import annotations
 import base64
 import io
 import struct
+from typing import Callable
 
 import uiautomator2 as u2
 from PIL import Image, ImageChops
+
+from device_farm.virtual.os.screen import STATUS_BAR_HEIGHT
+from device_farm.virtual.os.system import AndroidSystem
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -56,17 +60,46 @@ def test_uiautomator2_screenshot_is_a_pil_image_of_the_screen(virtual_phone):
     assert Image.open(io.BytesIO(base64.b64decode(half))).size == (540, 1200)
 
 
-def test_screen_shows_state_visibly(virtual_phone):
-    """A switch flipped through the UI changes the pixels where the switch is drawn."""
-    d = virtual_phone.device
+Box = tuple[int, int, int, int]
+
+
+def _flip_the_alarm_switch(handle, between_shots: Callable[[], None] = lambda: None
+                           ) -> tuple[Box | None, Box | None, Box]:
+    """For one tap on an alarm's on/off switch: (box around the pixels that changed below the
+    status bar, box around those that changed anywhere, the switch's bounds). The status bar
+    is left out of the first: its clock turns on its own, so a minute ending between the two
+    shots is not something the tap changed."""
+    d = handle.device
     d.shell("am start -a android.intent.action.SET_ALARM --ei android.intent.extra.alarm.HOUR 7 "
             "--ei android.intent.extra.alarm.MINUTES 30")
-    before = _png(virtual_phone).convert("RGB")
+    before = _png(handle).convert("RGB")
     ui = u2.connect(d)
     ui(resourceId="com.google.android.deskclock:id/onoff").click()
-    after = _png(virtual_phone).convert("RGB")
+    between_shots()
+    after = _png(handle).convert("RGB")
     left, top, right, bottom = ui(resourceId="com.google.android.deskclock:id/onoff").bounds()
-    box = ImageChops.difference(before, after).getbbox()
+    below_bar = (0, STATUS_BAR_HEIGHT, before.width, before.height)
+    box = ImageChops.difference(before.crop(below_bar), after.crop(below_bar)).getbbox()
+    moved = None if box is None else (box[0], box[1] + STATUS_BAR_HEIGHT, box[2], box[3] + STATUS_BAR_HEIGHT)
+    return moved, ImageChops.difference(before, after).getbbox(), (left, top, right, bottom)
+
+
+def test_screen_shows_state_visibly(virtual_phone):
+    """A switch flipped through the UI changes the pixels where the switch is drawn, and none
+    elsewhere on the app's screen."""
+    box, _, (left, top, right, bottom) = _flip_the_alarm_switch(virtual_phone)
+    assert box is not None
+    assert left <= box[0] and box[2] <= right and top <= box[1] and box[3] <= bottom
+
+
+def test_a_minute_turning_between_two_shots_is_not_a_change_on_the_app_screen(virtual_phone, monkeypatch):
+    clock = AndroidSystem.now
+
+    def a_minute_on() -> None:
+        monkeypatch.setattr(AndroidSystem, "now", lambda self: clock(self) + 60)
+
+    box, anywhere, (left, top, right, bottom) = _flip_the_alarm_switch(virtual_phone, between_shots=a_minute_on)
+    assert anywhere is not None and anywhere[1] < STATUS_BAR_HEIGHT  # the status bar's clock did turn
     assert box is not None
     assert left <= box[0] and box[2] <= right and top <= box[1] and box[3] <= bottom
 

@@ -1,0 +1,186 @@
+"""``planner-agent bench``: a suite on the device pool with one or several planners side by side,
+reported as the MobilePA-style table (``--json``, ``--html FILE`` for a self-contained page)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail
+from planner_runtime.config import Settings
+from planner_runtime.errors import PlannerRuntimeError
+
+SPLITS = ("train", "test", "all")
+
+
+def bench(
+    suite: str = typer.Option("builtin", "--suite", help="A task suite YAML file, or 'builtin' (every built-in task)."),
+    split: str = typer.Option("all", "--split", help="train, test or all."),
+    task: Optional[list[str]] = typer.Option(None, "--task", help="Only these task ids (repeat the option)."),
+    planner: Optional[list[str]] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model; repeat to bench several side by side."),
+    script: Optional[list[Path]] = typer.Option(None, "--script", help="JSON {task id: [calls]} for each --planner scripted, in the same order."),
+    model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
+    phones: int = typer.Option(4, "--phones", "-n", min=1, help="Episodes in parallel (and virtual phones, without --adb)."),
+    repeats: int = typer.Option(1, "--repeats", "-k", min=1, help="Episodes per task and planner (repeat k draws random parameters with seed k)."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="A bench id: run its unfinished items with what it was started with, then report."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
+    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
+    adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several); needs --allow-reset."),
+    allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of every episode (default: each task's own)."),
+    planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the report as JSON on stdout (progress goes to stderr)."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write the report as a self-contained HTML page."),
+) -> None:
+    """Bench planners on a suite: success per category, domain and difficulty with 95% intervals,
+    steps, tokens and $ per 1,000 tasks; infra failures retried and reported apart, never scored.
+
+    Exit status: 0 when every item was scored, 3 when items stayed infra faults after their
+    retries (the report is still printed), 2 for a usage error, 130 on Ctrl-C (the bench id and
+    the command that resumes it are printed).
+    """
+    from device_farm.errors import DeviceError
+    from planner_runtime.bench.page import render_page
+    from planner_runtime.bench.report import PlannerReport, bench_json, print_tables
+    from planner_runtime.bench.runner import results, run_contender
+    from planner_runtime.cli.devices import pool_from_options
+    from planner_runtime.contract import new_id
+    from planner_runtime.runs.collect import CollectionStopped, check_reset, ready_check
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    bench_id = resume or new_id("bench_")
+    again = shlex.join(["planner-agent", "bench", "--resume", bench_id, *(["--store", str(store)] if store else []),
+                        *(w for address in adb or [] for w in ("--adb", address)), "-n", str(phones),
+                        *(["--state-dir", str(state_dir)] if state_dir else []),
+                        *(["--planner-timeout", f"{planner_timeout:g}"] if planner_timeout else []),
+                        *(["--allow-reset"] if allow_reset else [])])
+    try:
+        if split not in SPLITS:
+            raise fail(f"--split {split!r}: choose train, test or all")
+        if html is not None and not html.parent.is_dir():
+            raise fail(f"--html {html}: folder {html.parent} does not exist")
+        settings = Settings.from_env()
+        path = store or settings.store_path
+        with ExitStack() as stack:
+            # everything that can refuse is checked before a new store is created
+            db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
+            if db is not None:
+                _no_work_options(suite=suite != "builtin", split=split != "all", task=task, planner=planner, script=script,
+                                 model=model, repeats=repeats != 1, max_steps=max_steps)
+                specs = _recorded(db, bench_id, path)
+            else:
+                specs = _new_specs(suite, split, task, planner or [settings.planner], script or [], model, repeats, max_steps)
+            tasks = _tasks(specs[0])
+            contenders = _contenders(bench_id, specs, planner_timeout)
+            disposable = disposable_serials(settings)
+            pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else phones, state_dir))
+            for line in ready_check(pool):
+                err.print(f"warning: {line}; benching on the others", soft_wrap=True, markup=False)
+            check_reset(pool, disposable, allow_reset)
+            db = db or stack.enter_context(TrajectoryStore(path, create=True))
+            for contender, spec in zip(contenders, specs):  # all before any runs, so a resume finds every planner
+                db.record_collection(contender.collection, spec.model_dump(mode="json"))
+            reports = []
+            for contender, spec in zip(contenders, specs):
+                _, wall = _with_bar(run_contender, tasks, contender, pool=pool, store=db, workers=phones,
+                                    repeat=spec.repeat, max_steps=spec.max_steps, policy=spec.policy,
+                                    allow_reset=allow_reset, disposable=disposable)
+                reports.append(PlannerReport.of(contender.label, contender.planner, contender.collection, tasks,
+                                                results(db, contender.collection, tasks, settings.prices), wall))
+    except KeyboardInterrupt:
+        err.print(f"interrupted: bench {bench_id} keeps its finished items; resume it with\n  {again}", soft_wrap=True, markup=False)
+        raise typer.Exit(ExitCode.interrupted) from None
+    except CollectionStopped as exc:
+        stopped = str(exc).split("; finished items")[0]  # collect's own resume hint names one collection, not the bench
+        raise fail(f"{stopped}; finished items are kept, continue with {again}", ExitCode.failed) from exc
+    except DeviceError as exc:
+        raise fail(f"device: {exc}", ExitCode.infra) from exc
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    suite_name = specs[0].suite or "builtin"
+    if html is not None:
+        html.write_text(render_page(bench_id, suite_name, specs[0].split or "all", specs[0].repeat, reports), encoding="utf-8")
+    if as_json:
+        print(json.dumps(bench_json(bench_id, suite_name, specs[0].split or "all", specs[0].repeat, reports)))
+    else:
+        console.print(f"bench {bench_id}: {len(tasks)} tasks × {specs[0].repeat} repeats, suite {suite_name}, split {specs[0].split or 'all'}")
+        print_tables(console, reports)
+    unscored = [f"{r.label}: {item}" for r in reports for item in r.results.unscored]
+    if unscored:
+        err.print("given up after repeated infra failures (scored for no one): " + ", ".join(unscored)
+                  + f"\nrun them again with\n  {again}", soft_wrap=True, markup=False)
+        raise typer.Exit(ExitCode.infra)
+
+
+def _no_work_options(**given: object) -> None:
+    """With ``--resume`` a bench runs what it was started with: options that decide its work are refused."""
+    named = [name for name, value in given.items() if value]
+    if named:
+        raise fail(f"--resume runs the bench as it was started: leave out --{named[0].replace('_', '-')}")
+
+
+def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Path], model, repeats: int, max_steps):  # noqa: ANN001, ANN202
+    """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``."""
+    from planner_runtime.runs.collection_spec import CollectionSpec
+
+    scripted = sum(p == "scripted" for p in planner)
+    if len(script) != scripted:
+        raise fail(f"{scripted} --planner scripted and {len(script)} --script: give one --script per scripted planner, in order")
+    suite_path = None if suite == "builtin" else Path(suite)
+    if suite_path is not None and not suite_path.is_file():
+        raise fail(f"--suite {suite}: no such file (or 'builtin' for the built-in tasks)")
+    scripts = iter(script)
+    return [CollectionSpec.from_options(suite=suite_path, tasks=task, script=next(scripts) if p == "scripted" else None,
+                                        split=None if split == "all" else split, repeat=repeats, planner=p,
+                                        model=model if p == "local" else None, max_steps=max_steps)
+            for p in planner]
+
+
+def _recorded(db, bench_id: str, path: Path):  # noqa: ANN001, ANN202 - store -> list[CollectionSpec]
+    from planner_runtime.bench.runner import collection_of
+    from planner_runtime.runs.collection_spec import CollectionSpec
+
+    specs = []
+    while (recorded := db.collection_spec(collection_of(bench_id, len(specs)))) is not None:
+        specs.append(CollectionSpec.model_validate(recorded))
+    if not specs:
+        raise fail(f"no bench {bench_id!r} in {path}")
+    return specs
+
+
+def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
+    from planner_runtime.cli.collect import _tasks as selected
+
+    return selected(spec)
+
+
+def _contenders(bench_id: str, specs, timeout: float | None):  # noqa: ANN001, ANN202 - -> list[Contender]
+    """Each spec's planner, labelled by its --planner (and script) so two of a kind stay apart."""
+    from planner_runtime.bench.runner import Contender, collection_of
+    from planner_runtime.cli.collect import _planners
+
+    labels: list[str] = []
+    for spec in specs:
+        label = f"scripted:{Path(spec.script).stem}" if spec.planner == "scripted" and spec.script else spec.planner
+        labels.append(label if label not in labels else f"{label} #{sum(lab.split(' #')[0] == label for lab in labels) + 1}")
+    return [Contender(label=label, planner=spec.planner, collection=collection_of(bench_id, i), planner_for=_planners(spec, timeout))
+            for i, (label, spec) in enumerate(zip(labels, specs))]
+
+
+def _with_bar(run, tasks, contender, **options):  # noqa: ANN001, ANN202
+    """One contender's collection with a live progress bar on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
+        row = bar.add_task(contender.label, total=len(tasks) * options["repeat"])
+
+        def show(p) -> None:  # noqa: ANN001 - collect.Progress
+            bar.update(row, completed=p.done + p.skipped,
+                       description=f"{contender.label} [green]{p.success} ok[/green] [red]{p.failed} failed[/red] [yellow]{p.infra} infra[/yellow]")
+
+        return run(tasks, contender, on_change=show, **options)
