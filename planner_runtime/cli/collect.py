@@ -230,7 +230,7 @@ def _episodes_so_far(db, coll: str) -> dict[str, int]:  # noqa: ANN001 - a Traje
     return {} if db is None else dict(Counter(s.task_id for s in db.query(Filter(collection=coll)) if s.task_id))
 
 
-def _planners(spec, timeout: float | None, so_far: dict[str, int]):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
+def _planners(spec, timeout: float | None, so_far: dict[str, int] | None = None):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
     """One planner per episode for scripted runs (each task's own calls), else one shared by every
     worker; sampled at a temperature, each episode gets seeds after the ``so_far`` ones of its task."""
     from planner_runtime.runs.collect import shared
@@ -253,7 +253,7 @@ def _planners(spec, timeout: float | None, so_far: dict[str, int]):  # noqa: ANN
         from planner_runtime.planners import Sampling
         from planner_runtime.planners.sampled import EpisodeSeeds, SampledPlanner
 
-        seeds, budget = EpisodeSeeds(so_far), getattr(model, "max_new_tokens", Sampling().max_new_tokens)
+        seeds, budget = EpisodeSeeds(so_far or {}), getattr(model, "max_new_tokens", Sampling().max_new_tokens)
         return lambda t: SampledPlanner(one, temperature=spec.temperature, seeds=seeds, key=t.id, max_new_tokens=budget)
     return lambda t: one
 

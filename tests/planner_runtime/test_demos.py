@@ -92,6 +92,20 @@ def test_builtin_random_templates_keep_their_listed_instance_and_their_demos_sol
         assert len(instances) > 1, t.id  # fresh seeds, fresh tasks
 
 
+def test_a_bench_scores_every_seeded_instance_under_its_listed_task(tmp_path):
+    from planner_runtime.bench.runner import results
+    from planner_runtime.runs.collect import collect
+    from planner_runtime.runs.demos import DEMO_POLICY, demo_planner
+
+    task = find_task("keep.create_list")
+    with TrajectoryStore(tmp_path / "t.sqlite") as store, DevicePool([VirtualSource(2)], state_dir=tmp_path / "pool") as pool:
+        coll, counts = collect([task], pool=pool, store=store, planner_for=demo_planner, workers=2, repeat=4, policy=DEMO_POLICY)
+        scored = results(store, coll, [task], {})
+    assert counts.success == 4
+    assert sorted(o.item for o in scored.outcomes) == [f"keep.create_list#{k}" for k in range(4)]  # repeats 1..3 ran keep.create_list@k
+    assert {o.task_id for o in scored.outcomes} == {"keep.create_list"} and all(o.success for o in scored.outcomes)
+
+
 def test_the_demo_planner_writes_what_a_model_writes():
     calls = find_task("clock.set_alarm@2").rendered_demo()
     assert calls[0].arguments == {"hour": 6, "minutes": 45}  # "{hour}" alone keeps the number a number
