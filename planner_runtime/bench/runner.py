@@ -72,6 +72,12 @@ def _is_infra(traj: Trajectory) -> bool:
         traj.verdict is not None and traj.verdict.failure_kind is FailureKind.infra)
 
 
+def _listed(traj: Trajectory) -> str | None:
+    """The id of the listed task an episode ran: its item's (``<task id>#<repeat>``), since a
+    random template's repeat k runs the instance ``<task id>@<k>``."""
+    return traj.item.rpartition("#")[0] if traj.item else None
+
+
 def results(store: TrajectoryStore, collection: str, tasks: Sequence[TaskSpec],
             prices: dict[str, dict[str, float]]) -> Results:
     """The outcomes of ``collection``'s items among ``tasks``, priced with ``prices``."""
@@ -79,7 +85,7 @@ def results(store: TrajectoryStore, collection: str, tasks: Sequence[TaskSpec],
     attempts: dict[str, list[Trajectory]] = {}
     for trajectory_id in store.ids(collection=collection):
         traj = store.get(trajectory_id)
-        if traj.parent is None and traj.item and traj.task_id in by_id:
+        if traj.parent is None and traj.item and _listed(traj) in by_id:
             attempts.setdefault(traj.item, []).append(traj)
     outcomes, infra_items, unscored, broken = [], [], [], []
     infra_episodes = 0
@@ -97,7 +103,7 @@ def results(store: TrajectoryStore, collection: str, tasks: Sequence[TaskSpec],
         if last.verdict.failure_kind is FailureKind.spec:
             broken.append(item)
             continue
-        outcomes.append(_outcome(store, last, by_id[last.task_id], prices))
+        outcomes.append(_outcome(store, last, by_id[_listed(last)], prices))
     return Results(outcomes=tuple(outcomes), infra_episodes=infra_episodes, infra_items=tuple(infra_items),
                    unscored=tuple(unscored), task_errors=tuple(broken))
 

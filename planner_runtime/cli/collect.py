@@ -20,7 +20,7 @@ def collect(
     split: Optional[str] = typer.Option(None, "--split", help="Only the train or the test split."),
     devices: int = typer.Option(4, "--devices", "-n", min=1, help="Episodes in parallel (and virtual phones, without --adb/--appium)."),
     adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several); needs --allow-reset."),
-    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted, demo (each task's reference solution; repeat k draws random parameters with seed k) or openai://host:port/model."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: JSON {task id: [calls]}."),
     repeat: Optional[int] = typer.Option(None, "--repeat", "-k", min=1, help="Episodes per task (default 1; on --resume it may grow)."),
@@ -29,6 +29,9 @@ def collect(
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy for the episodes (allow: [purchase, pay, ...]); deny by default."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of every episode (default: each task's own)."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, max=2.0,
+                                                help="Sample the planner at this temperature, each repeat with its own seeds "
+                                                     "(rejection sampling: keep the verified episodes; default 0, greedy)."),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout (progress goes to stderr)."),
@@ -39,6 +42,10 @@ def collect(
     job), 3 when items stayed infra faults after their retries, 2 for a usage error, 130 on Ctrl-C
     (running episodes are stored as interrupted at once and end at their next turn; the
     collection id and the command that resumes it are printed).
+
+    --planner demo plays each task's demo on virtual phones, sensitive actions allowed unless
+    --policy says otherwise; a demo its verifier fails is named on stderr, and its trajectory,
+    a failed one, stays out of training data (`tasks demos` exits 1 for it).
     """
     from device_farm.errors import DeviceError
     from planner_runtime.runs.collect import CollectionStopped, check_reset, ready_check
@@ -51,16 +58,17 @@ def collect(
     again = resume_command(coll, store=store, adb=adb, devices=devices, state_dir=state_dir, allow_reset=allow_reset,
                            planner_timeout=planner_timeout)
     try:
-        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model, script=script,
-                       policy=_policy(policy), max_steps=max_steps)
         settings = Settings.from_env()
+        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model, script=script,
+                       policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
+                       temperature=temperature)
         path = store or settings.store_path
         with ExitStack() as stack:
             # everything that can refuse is checked before a new store is created
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             spec = _spec(db, resume, path, options, planner or settings.planner)
             tasks = _tasks(spec)
-            planner_for = _planners(spec, planner_timeout)
+            planner_for = _planners(spec, planner_timeout, _episodes_so_far(db, coll))
             disposable = disposable_serials(settings)
             pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else devices, state_dir))
             for line in ready_check(pool):
@@ -81,6 +89,8 @@ def collect(
         raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
+    if spec.planner == "demo":
+        _report_failed_demos(path, coll)
     report = {"collection": coll, "total": counts.total, "succeeded": counts.success, "failed": counts.failed,
               "infra_retried": counts.infra, "skipped": counts.skipped, "gave_up": counts.gave_up}
     if as_json:
@@ -94,6 +104,17 @@ def collect(
         err.print("given up after repeated infra failures (not counted against the planner): " + ", ".join(counts.gave_up)
                   + f"\nrun them again with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.infra)
+
+
+def _report_failed_demos(path: Path, coll: str) -> None:
+    """One line per demo its task's verifier failed: a broken reference solution, kept out of training data."""
+    from planner_runtime.runs.demos import failed_demos
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    with TrajectoryStore(path, create=False) as db:
+        for failure in failed_demos(db, coll):
+            err.print(f"demo of {failure.task_id} fails its verifier ({failure.reason}); trajectory {failure.trajectory_id} "
+                      "stays out of training data", soft_wrap=True, markup=False)
 
 
 def _spec(db, resume: str | None, path: Path, options: dict, planner: str):  # noqa: ANN001, ANN202 - store -> CollectionSpec
@@ -148,9 +169,17 @@ def resume_command(coll: str, *, store: Path | None, adb: list[str] | None, devi
     return shlex.join(words)
 
 
-def _policy(path: Path | None):  # noqa: ANN202 - a Policy, or None when not given
+def _policy(path: Path | None, planner: str | None):  # noqa: ANN202 - a Policy, or None when not given
+    """The --policy file's. A new demo collection on virtual phones (``planner``; None on resume,
+    which keeps the recorded policy, and on real phones, where a sent message is sent) may take
+    every sensitive action its tasks ask for unless a file says otherwise: a demo is the task's
+    own solution, played on a sandbox phone."""
     from planner_runtime.harness.safety import Policy
 
+    if path is None and planner == "demo":
+        from planner_runtime.runs.demos import DEMO_POLICY
+
+        return DEMO_POLICY
     return Policy.load(path) if path else None
 
 
@@ -167,6 +196,14 @@ def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
         tasks = [t for t in tasks if t.split_name == spec.split]
     if not tasks:
         raise fail("no task matches --task and --split")
+    if spec.planner == "demo":
+        bare = [t.id for t in tasks if not t.demo]
+        if bare:
+            err.print(f"warning: --planner demo: {len(bare)} tasks have no demo and are left out ({', '.join(bare[:3])}"
+                      f"{', ...' if len(bare) > 3 else ''})", soft_wrap=True, markup=False)
+        tasks = [t for t in tasks if t.demo]
+        if not tasks:
+            raise fail("--planner demo: none of the chosen tasks has a demo")
     return tasks
 
 
@@ -184,17 +221,40 @@ def _suite(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> Suite
         return load_suite(kept)
 
 
-def _planners(spec, timeout: float | None):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
-    """One planner per episode for scripted runs (each task's own calls), else one shared by every worker."""
+def _episodes_so_far(db, coll: str) -> dict[str, int]:  # noqa: ANN001 - a TrajectoryStore or None
+    """How many episodes each task has in ``coll`` already (none for a new collection)."""
+    from collections import Counter
+
+    from planner_runtime.trajectories.store import Filter
+
+    return {} if db is None else dict(Counter(s.task_id for s in db.query(Filter(collection=coll)) if s.task_id))
+
+
+def _planners(spec, timeout: float | None, so_far: dict[str, int] | None = None):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
+    """One planner per episode for scripted runs (each task's own calls), else one shared by every
+    worker; sampled at a temperature, each episode gets seeds after the ``so_far`` ones of its task."""
     from planner_runtime.runs.collect import shared
     from planner_runtime.planners.scripted import ScriptedPlanner
 
+    if spec.temperature > 0 and spec.planner in ("demo", "scripted"):
+        raise ConfigError(f"--temperature samples a model; --planner {spec.planner} plays fixed calls")
+    if spec.planner == "demo":
+        from planner_runtime.runs.demos import demo_planner
+
+        return demo_planner  # each task drawn: its demo takes the random values drawn for it
     if spec.planner == "scripted":
         if not spec.script:
             raise ConfigError("--planner scripted needs --script FILE (JSON {task id: [calls]})")
         scripts = _scripts(Path(spec.script), spec.script_text)
         return lambda t: ScriptedPlanner(scripts.get(t.id, []))
-    one = shared(make_planner(spec.planner, spec.model, None, **planner_timeout_option(timeout)))
+    model = make_planner(spec.planner, spec.model, None, **planner_timeout_option(timeout))
+    one = shared(model)
+    if spec.temperature > 0:
+        from planner_runtime.planners import Sampling
+        from planner_runtime.planners.sampled import EpisodeSeeds, SampledPlanner
+
+        seeds, budget = EpisodeSeeds(so_far or {}), getattr(model, "max_new_tokens", Sampling().max_new_tokens)
+        return lambda t: SampledPlanner(one, temperature=spec.temperature, seeds=seeds, key=t.id, max_new_tokens=budget)
     return lambda t: one
 
 

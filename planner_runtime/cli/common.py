@@ -172,13 +172,23 @@ def load_script(path: Path) -> list[dict[str, Any]]:
     return check_calls(read_json(path, "--script"), f"--script {path}")
 
 
-def make_planner(backend: str, model: str | None, script: Path | None, timeout: float | None = None):  # noqa: ANN202 - a Planner
+def make_planner(backend: str, model: str | None, script: Path | None, timeout: float | None = None,
+                 task=None):  # noqa: ANN001, ANN202 - a TaskSpec or None -> a Planner
     """The planner of ``--planner``; ``timeout`` (seconds per request) applies to openai backends.
     ``scripted`` needs ``script``: without one it would plan nothing and an episode would end
-    with nothing done, counted as finished."""
+    with nothing done, counted as finished. ``demo`` plays ``task``'s demo, so it needs a task
+    that has one."""
     from planner_runtime import planners
 
     kwargs: dict = {}
+    if backend == "demo":
+        from planner_runtime.planners.demo import NEEDS_TASK
+
+        if task is None:
+            raise ConfigError(NEEDS_TASK)
+        if not task.demo:
+            raise ConfigError(f"--planner demo: task {task.id} has no demo (add one to its spec, see `planner-agent tasks demos`)")
+        kwargs["calls"] = task.rendered_demo()
     if backend == "local" and model:
         kwargs["model"] = model
     if backend == "scripted":

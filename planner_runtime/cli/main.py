@@ -21,6 +21,7 @@ from planner_runtime.cli.common import (
 )
 from planner_runtime.cli.bench import bench
 from planner_runtime.cli.collect import collect
+from planner_runtime.cli.demos import tasks_demos
 from planner_runtime.cli.devices import devices
 from planner_runtime.cli.export import export_app
 from planner_runtime.config import Settings, parse_host_port, unknown_variables
@@ -78,7 +79,7 @@ def run(
     allow_reset: bool = typer.Option(
         False, "--allow-reset", help="With --task on a phone other than the built-in virtual one: let the task's setup reset its data "
         "(e.g. delete every alarm). Phones in PLANNER_AGENT_DISPOSABLE_SERIALS need no flag."),
-    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, or openai://host:port/model (openai+https://... for TLS)."),
+    planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, demo (with --task: its reference solution), or openai://host:port/model (openai+https://... for TLS)."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
     script: Optional[Path] = typer.Option(None, "--script", help='For --planner scripted: a JSON list of tool calls, [{"name": "open_app", "arguments": {"app": "Clock"}}, ...].'),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="For openai planners: seconds to wait for each reply (default 60)."),
@@ -118,7 +119,7 @@ def run(
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         if store is not None and not store.parent.is_dir():
             raise fail(f"--store {store}: folder {store.parent} does not exist")
-        brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout)
+        brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout, task=spec)
         host, port = parse_host_port(adb or settings.adb)
         gate, ask = safety_gate(policy), answerer(answers)
         if spec is not None and seeds_memory(spec) and profile is not None and not no_memory:
@@ -251,6 +252,7 @@ def serve(
 
 for verb in (devices, collect, bench, replay, view):  # after run, show and serve in --help
     app.command()(verb)
+tasks_app.command("demos")(tasks_demos)
 
 
 if __name__ == "__main__":

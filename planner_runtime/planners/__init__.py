@@ -78,6 +78,7 @@ class Planner(Protocol):
 
 _REGISTRY: dict[str, str] = {
     "scripted": "planner_runtime.planners.scripted:ScriptedPlanner",
+    "demo": "planner_runtime.planners.demo:DemoPlanner",
     "local": "planner_runtime.planners.local.planner:LocalPlanner",
     "openai": "planner_runtime.planners.openai.client:OpenAIPlanner",
 }

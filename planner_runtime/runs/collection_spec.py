@@ -1,6 +1,6 @@
 """What a collection was started with, kept in its store so ``collect --resume ID`` runs the same
 work: the suite, the task selection, the repeats, the planner, its script or model, the step
-limit and the safety policy.
+limit, the sampling temperature and the safety policy.
 
 A resumed collection takes every recorded choice. An option given again must say the same, or
 the resume is refused: two planners or two policies in one collection would make its counts mean
@@ -46,6 +46,7 @@ class CollectionSpec(BaseModel):
     script_text: str | None = None  # its content when the collection started (None: as for suite_text)
     policy: Policy = Policy()
     max_steps: int | None = None
+    temperature: float = 0.0  # above 0: each repeat samples the planner with its own seeds
 
     @classmethod
     def from_options(cls, *, suite: Path | None, tasks: list[str] | None, script: Path | None, **options: Any) -> CollectionSpec:

@@ -22,7 +22,9 @@ import yaml
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from planner_runtime.errors import TaskSpecError
+from planner_runtime.contract import ToolCall
 from planner_runtime.tasks.declarations import CheckSpec, SetupAction, SpecModel
+from planner_runtime.tasks.demos import DemoCall, check_demo, render_demo
 from planner_runtime.tasks.templates import FieldProblem, check_templates
 from planner_runtime.tasks.where import parse_where
 
@@ -75,10 +77,14 @@ class TaskSpec(SpecModel):
     # The user's replies to ask_user: question pattern (a case-insensitive regular expression
     # searched in the question) → answer (a template). Unmatched questions get no answer.
     user_answers: dict[str, str] = Field(default_factory=dict)
-    # Parameters drawn per episode from a seed (see draw); a key also in params takes the drawn value.
+    # Parameters drawn per episode from a seed (see draw). A key also in params keeps that value
+    # for seed 0, the instance the suite lists; every other seed draws it. Each seed is its own
+    # instance "<id>@<seed>", so a template has no variants besides.
     random: dict[str, RandomValue] = Field(default_factory=dict)
     # More parameter sets for the same template: each becomes its own task "<id>@<n>" (n from 1).
     variants: tuple[dict[str, Any], ...] = ()
+    # A reference solution (tool calls templated with the params): training data, never the verdict.
+    demo: tuple[DemoCall, ...] = ()
     # Train or test; by default drawn from the template id, so all variants of a template share it.
     split: Literal["train", "test"] | None = None
     # Device state the checks read as the phone has it, set by no setup action (see tasks.state_coverage).
@@ -86,7 +92,11 @@ class TaskSpec(SpecModel):
 
     @model_validator(mode="after")
     def _templates_render(self) -> TaskSpec:
+        if self.random and self.variants:
+            raise FieldProblem(("variants",), "a task with random parameters has an instance per seed (<id>@<seed>): "
+                                              "give variants or random, not both")
         check_templates(self)
+        check_demo(self, self.demo)
         return self
 
     @property
@@ -102,14 +112,19 @@ class TaskSpec(SpecModel):
         return "test" if int(hashlib.sha1(self.template.encode()).hexdigest()[:8], 16) % 5 == 0 else "train"
 
     def draw(self, seed: int) -> TaskSpec:
-        """This task with its random parameters drawn from ``seed`` (itself when it has none);
-        the same seed always gives the same task, so an episode can be reproduced. The copy has
-        no random parameters left, so rendering it never draws again."""
+        """This task with its random parameters drawn from ``seed`` (itself when it has none),
+        named ``<id>@<seed>`` (seed 0: ``<id>``); the same seed always gives the same task, so an episode can be
+        reproduced. Seed 0 keeps the values ``params`` gives (so adding random parameters to a
+        template leaves its listed instance as it was). The copy has no random parameters left,
+        so rendering it never draws again."""
         if not self.random:
             return self
         rng = random.Random(f"{self.id}:{seed}")
         drawn = {k: v.draw(rng) for k, v in self.random.items()}
-        return self.model_copy(update={"params": {**self.params, **drawn}, "random": {}})
+        if seed == 0:
+            drawn = {k: self.params.get(k, v) for k, v in drawn.items()}
+        named = self.id if seed == 0 else f"{self.id}@{seed}"  # the listed id is the seed-0 instance's
+        return self.model_copy(update={"id": named, "params": {**self.params, **drawn}, "random": {}})
 
     def expanded(self) -> list[TaskSpec]:
         """This task and one task per variant, each with its own parameters."""
@@ -131,6 +146,10 @@ class TaskSpec(SpecModel):
     def render(self, text: str) -> str:
         values = self.values
         return text.format(**values) if values else text
+
+    def rendered_demo(self) -> list[ToolCall]:
+        """The demo's calls with this task's parameters (random ones as :attr:`values` has them)."""
+        return render_demo(self.demo, self.values)
 
     def render_where(self, where: str) -> str:
         """A ``where`` template filled with this task's parameters as SQL values."""
@@ -258,7 +277,15 @@ def builtin_suite(name: str | None = None) -> Suite:
 
 
 def find_task(task_id: str, suite: Suite | None = None) -> TaskSpec:
-    for task in (suite or builtin_suite()).tasks:
+    """The task named ``task_id``; ``<template>@<seed>`` names a template with random parameters
+    drawn with that seed."""
+    tasks = (suite or builtin_suite()).tasks
+    for task in tasks:
         if task.id == task_id:
             return task
+    template, _, seed = task_id.rpartition("@")
+    if seed.isdigit():
+        drawn = next((t for t in tasks if t.id == template and t.random), None)
+        if drawn is not None:
+            return drawn.draw(int(seed))
     raise TaskSpecError("<suite>", None, "id", f"no task {task_id!r}; see `planner-agent tasks list`")

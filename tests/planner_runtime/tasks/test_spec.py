@@ -100,11 +100,14 @@ def test_an_impossible_row_count_is_rejected(tmp_path):
 
 
 def test_an_undrawn_task_reads_like_seed_0_and_a_drawn_one_stays_drawn(tmp_path):
-    """A key in both params and random takes the drawn value, in the listed goal as in the run."""
+    """A key in both params and random keeps its params value for seed 0, the listed instance, in
+    the listed goal as in the run; other seeds draw it."""
     task = load_suite(_write(tmp_path, GOOD.replace("    params: {hour: 7}\n",
                                                     "    params: {hour: 7}\n    random: {hour: {int: [1, 99]}}\n"))).tasks[0]
     drawn = task.draw(0)
     assert task.rendered_goal() == drawn.rendered_goal() == f"Set an alarm for {drawn.params['hour']}:00"
     assert task.values == drawn.params
-    assert {task.draw(seed).params["hour"] for seed in range(5)} != {7}  # the drawn value wins over params
+    assert drawn.params["hour"] == 7 and drawn.id == task.id
+    assert {task.draw(seed).params["hour"] for seed in range(1, 6)} != {7}  # other seeds draw over params
+    assert task.draw(3).id == f"{task.id}@3"
     assert not drawn.random and drawn.draw(1) is drawn  # rendering a drawn task never draws again
