@@ -25,7 +25,7 @@ from typing import Any
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.planners.local.batch import PlanRequest
-from planner_runtime.serving.schemas import closed_tools
+from planner_runtime.planners.local.grammar import closed_tools
 
 _STOP = object()
 log = logging.getLogger(__name__)
