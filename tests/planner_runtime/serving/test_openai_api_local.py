@@ -79,8 +79,8 @@ def test_tool_arguments_hold_no_property_the_schema_does_not_name(client, server
         spec = ToolSpec(name="set_alarm", description="", parameters=params)
         row = server.engine._decoder._row(PlanRequest((Message(role=Role.user, content="Alarm at 7:30"),), (spec,), Sampling(max_new_tokens=64)))
         head = tokenizer('set_alarm", "arguments": {', add_special_tokens=False).input_ids
-        assert row.matcher.consume_tokens(head)
-        assert row.matcher.consume_tokens(tokenizer(extra, add_special_tokens=False).input_ids) is accepted
+        assert row.turn.matcher.consume_tokens(head)
+        assert row.turn.matcher.consume_tokens(tokenizer(extra, add_special_tokens=False).input_ids) is accepted
 
 
 def wait_for(condition, timeout: float) -> bool:
