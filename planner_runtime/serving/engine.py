@@ -65,6 +65,12 @@ class Engine:
         return self
 
     @property
+    def gives_tokens(self) -> bool:
+        """Whether answers can carry their token record (``PlannerOutput.tokens``): the batch
+        decoder's when a request asks, or a planner's that always keeps one."""
+        return self._decoder is not None or getattr(self.planner, "token_records", False) is True
+
+    @property
     def stopped(self) -> bool:
         """Whether :meth:`stop` was called: new requests fail at once."""
         return self._stopped

@@ -96,6 +96,11 @@ class Decoding:
         """Whether unconstrained output has ended: an end-of-turn token, or a closed call."""
         return generated[-1] in self.end_ids or CLOSE in self.tokenizer.decode(generated[-8:])
 
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        """Each token's own bytes (a token may hold part of a character's UTF-8)."""
+        tokenizer = self.grammars.tokenizer
+        return [tokenizer.decode_bytes([t]) or self.tokenizer.decode([t]).encode() for t in ids]
+
     def answer(self, prefill: str, generated: list[int]) -> str:
         """The answer's text: the prefill and the generated tokens, up to the closed call or the end of turn."""
         text = prefill + self.tokenizer.decode(generated, skip_special_tokens=False)
