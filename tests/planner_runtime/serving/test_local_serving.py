@@ -121,7 +121,7 @@ def test_requests_with_different_tools_decode_together_as_each_alone(local):
     from planner_runtime.planners.local.prefix_cache import shared_length
 
     rows = [decoder._row(r) for r in requests]
-    kept = [r.prompt_ids + r.prefill_ids for r in rows]  # each prompt bar its last token goes into the tree
+    kept = [r.turn.encoded.input_ids for r in rows]  # each prompt bar its last token goes into the tree
     common = min(shared_length(kept[0], k) for k in kept[1:])
     assert decoder.tree.tokens <= sum(len(k) - 1 for k in kept) - 2 * common  # the common start stored once, not three times
     again = decoder.decode(requests)
@@ -257,7 +257,7 @@ def test_the_kept_prompt_kv_stays_within_its_budget_once_rows_end(local):
     requests = [PlanRequest(chat(g), TOOLS, sampling) for g in GOALS]
     alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
     probe = BatchDecoder(local).load()
-    prompts = [probe._row(r).prompt_ids for r in requests]
+    prompts = [probe._row(r).turn.encoded.prompt_ids for r in requests]
     common = min(shared_length(prompts[0], p) for p in prompts[1:])  # the start all three share
     decoder = BatchDecoder(local, kept_tokens=common + 5).load()
     outs = decoder.decode(requests)
