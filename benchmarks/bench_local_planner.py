@@ -10,7 +10,10 @@ grammar's forced tokens saved. The model computes with the threads the planner c
 (``PLANNER_AGENT_THREADS``, else the cores this process is given), printed first, so the figures
 are those of ``run``, ``serve`` and ``collect`` on the same machine.
 
-    python benchmarks/bench_local_planner.py [--skip-cold] [--device cpu|auto] [--repeat 3]
+Every step keeps its token record (ids, logprobs, the sampled mask) as ``run`` does;
+``--no-token-records`` times steps without it.
+
+    python benchmarks/bench_local_planner.py [--skip-cold] [--device cpu|auto] [--repeat 3] [--no-token-records]
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ def main() -> None:
     ap.add_argument("--skip-cold", action="store_true", help="do not time the first-use conversion (~20 s)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-token-records", action="store_true", help="steps without PlannerOutput.tokens")
     args = ap.parse_args()
     sampling = Sampling(max_new_tokens=40)
 
@@ -94,13 +98,15 @@ def main() -> None:
     path = model_store.ensure_embedded_model()
     print(f"cache check/provision of the user cache: {time.perf_counter() - start:6.2f} s  ({path})")
 
-    planner = LocalPlanner(device=args.device)
+    records = not args.no_token_records
+    planner = LocalPlanner(device=args.device, token_records=records)
     start = time.perf_counter()
     planner.load()
     print(f"warm load (safetensors, incl. imports):  {time.perf_counter() - start:6.2f} s  {planner.release}")
     print(f"intra-op threads: {planner.threads} ({ENV_THREADS}={os.environ.get(ENV_THREADS) or 'unset'}; "
           f"{available_cores()} cores given; load average {os.getloadavg()[0]:.1f})")
-    uncached = LocalPlanner(device=args.device, reuse_prefix_cache=False).load()
+    print(f"token records: {'kept' if records else 'off'}")
+    uncached = LocalPlanner(device=args.device, reuse_prefix_cache=False, token_records=records).load()
 
     for label, specs, history in (("short", tools(2), 0), ("long", tools(8), 4)):
         messages = chat(history)

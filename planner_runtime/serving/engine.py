@@ -25,7 +25,7 @@ from typing import Any
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.planners.local.batch import PlanRequest
-from planner_runtime.serving.schemas import closed_tools
+from planner_runtime.planners.local.grammar import closed_tools
 
 _STOP = object()
 log = logging.getLogger(__name__)
@@ -63,6 +63,12 @@ class Engine:
         self._worker = threading.Thread(target=self._work, name="planner-engine", daemon=True)
         self._worker.start()
         return self
+
+    @property
+    def gives_tokens(self) -> bool:
+        """Whether answers can carry their token record (``PlannerOutput.tokens``): the batch
+        decoder's when a request asks, or a planner's that always keeps one."""
+        return self._decoder is not None or getattr(self.planner, "token_records", False) is True
 
     @property
     def stopped(self) -> bool:

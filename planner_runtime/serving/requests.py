@@ -8,6 +8,10 @@ schemas llguidance cannot compile; options such as ``n > 1`` or ``stop`` that th
 not implement. Fields the API defines but that do not change a greedy answer (``user``,
 ``presence_penalty`` at 0, ``parallel_tool_calls``) are accepted; unknown fields are ignored, as
 vLLM does, so newer clients keep working.
+
+``logprobs: true`` (with ``top_logprobs`` absent or 0) and the extension ``return_token_ids: true``
+(vLLM's name) ask for the answer's token record; both need a planner that gives one (the local
+model) and a request without ``stream``.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the usage
     tool_choice: str = "auto"  # auto, required, none, or "function" for a named one
+    logprobs: bool = False  # choices[0].logprobs.content, one entry per completion token
+    return_token_ids: bool = False  # choices[0] carries prompt_token_ids, token_ids and sampled_mask
 
 
 def _finite(text: str) -> float:
@@ -133,14 +139,35 @@ def _unsupported(body: dict[str, Any]) -> None:
         raise RequestError(400, "only n=1 is supported", "n")
     if body.get("stop") not in (None, [], ""):
         raise RequestError(400, "stop sequences are not supported", "stop")
-    if body.get("logprobs") not in (None, False):
-        raise RequestError(400, "logprobs are not supported", "logprobs")
     fmt = body.get("response_format")
     if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") != "text"):
         raise RequestError(400, 'only response_format {"type": "text"} is supported; use tools for structured output', "response_format")
     for name in ("presence_penalty", "frequency_penalty"):
         if body.get(name) not in (None, 0, 0.0):
             raise RequestError(400, f"{name} is not supported", name)
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise RequestError(400, f"{name} must be true or false, not {json.dumps(value)[:40]}", name)
+    return bool(value)
+
+
+def _token_record(body: dict[str, Any], stream: bool, available: bool) -> tuple[bool, bool]:
+    """(``logprobs``, ``return_token_ids``), checked: only what can be answered exactly."""
+    logprobs, token_ids = _flag(body, "logprobs"), _flag(body, "return_token_ids")
+    top = _integer(body, "top_logprobs", minimum=0, maximum=20)
+    if top is not None and not logprobs:
+        raise RequestError(400, "top_logprobs needs logprobs: true", "top_logprobs")
+    if top:
+        raise RequestError(400, "only top_logprobs 0 is supported (each token's own logprob is returned)", "top_logprobs")
+    for name, asked in (("logprobs", logprobs), ("return_token_ids", token_ids)):
+        if asked and stream:
+            raise RequestError(400, f"{name} is not supported with stream: true", name)
+        if asked and not available:
+            raise RequestError(400, f"{name}: this server's planner gives no token records (only the local model does)", name)
+    return logprobs, token_ids
 
 
 def _messages(raw: Any) -> list[Any]:
@@ -217,8 +244,9 @@ def _tool_choice(raw: Any, tools: tuple[ToolSpec, ...]) -> tuple[str, tuple[str,
     return raw, None
 
 
-def parse_chat(body: dict[str, Any], models: tuple[str, ...]) -> ChatRequest:
-    """A chat-completions body as a :class:`ChatRequest`; ``models`` are the ids served (the first is the default)."""
+def parse_chat(body: dict[str, Any], models: tuple[str, ...], *, token_records: bool = False) -> ChatRequest:
+    """A chat-completions body as a :class:`ChatRequest`; ``models`` are the ids served (the first
+    is the default); ``token_records`` says whether the planner can give token records."""
     model = body.get("model", models[0])
     if not isinstance(model, str):
         raise RequestError(400, "model must be a string", "model")
@@ -231,6 +259,7 @@ def parse_chat(body: dict[str, Any], models: tuple[str, ...]) -> ChatRequest:
     if options is not None and (not stream or not isinstance(options, dict)):
         raise RequestError(400, "stream_options is only allowed with stream: true, as an object", "stream_options")
     _unsupported(body)
+    logprobs, token_ids = _token_record(body, bool(stream), token_records)
     messages = _messages(body.get("messages"))
     tools = _tools(body.get("tools"))
     choice, only = _tool_choice(body.get("tool_choice"), tools)
@@ -244,5 +273,5 @@ def parse_chat(body: dict[str, Any], models: tuple[str, ...]) -> ChatRequest:
         chat = tuple(openai_to_messages(messages))
     except (ValueError, TypeError) as exc:
         raise RequestError(400, f"messages: {exc}", "messages") from exc
-    plan = PlanRequest(chat, () if choice == "none" else tools, sampling, only)
-    return ChatRequest(plan, model, bool(stream), bool((options or {}).get("include_usage")), choice)
+    plan = PlanRequest(chat, () if choice == "none" else tools, sampling, only, tokens=logprobs or token_ids)
+    return ChatRequest(plan, model, bool(stream), bool((options or {}).get("include_usage")), choice, logprobs, token_ids)

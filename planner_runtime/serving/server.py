@@ -14,6 +14,18 @@ README's ``--planner openai://127.0.0.1:8000/planner`` asks for.
 With the embedded planner, ``auto`` and ``required`` behave alike: its answer is constrained to
 one call of an offered tool. A named tool keeps every tool in the prompt and constrains the call
 to that one; ``none`` offers no tools.
+
+Token records, for RL (the local model only; refused with ``stream: true``). The standard
+``logprobs: true`` gives ``choices[0].logprobs.content``: one entry per completion token,
+``{"token": str, "logprob": float, "bytes": [int], "top_logprobs": []}``. The extension
+``return_token_ids: true`` (vLLM's name) adds to ``choices[0]``: ``prompt_token_ids`` (the ids
+the model read: the rendered chat up to the open assistant turn), ``token_ids`` (the completion's
+ids) and ``sampled_mask`` (a bool per completion token, ``false`` where the token was forced).
+The completion is the assistant text's tokens *prefill included*: the ``<tool_call>\n{"name": "``
+the server opens a call with is its first tokens, with logprob 0.0 and ``sampled_mask`` false;
+tokens the grammar forces are false as well, and their logprobs are the model's own. Logprobs are
+the log-softmax of the raw logits at temperature 1, before the grammar's mask, whatever the
+request's temperature. ``logprobs.content``, ``token_ids`` and ``sampled_mask`` align one to one.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ from planner_runtime.planners import PlannerContextExceeded
 from planner_runtime.planners import Planner, PlannerOutput
 from planner_runtime.serving import sse
 from planner_runtime.planners.local.batch import Decoded
+from planner_runtime.planners.local.decoding import Decoding
 from planner_runtime.serving.engine import Engine
 from planner_runtime.serving.requests import ChatRequest, RequestError, decode_body, parse_chat
 from planner_runtime.planners.openai.wire import output_to_completion
@@ -150,7 +163,7 @@ class PlannerServer:
             raise ClientGone from None
         except asyncio.TimeoutError:
             raise RequestError(408, f"the body did not arrive within {self.body_timeout_s:g} s", code="request_timeout") from None
-        return parse_chat(decode_body(b"".join(chunks)), self.model_ids)
+        return parse_chat(decode_body(b"".join(chunks)), self.model_ids, token_records=self.engine.gives_tokens)
 
     async def answer(self, request: Any, future: Future[PlannerOutput]) -> PlannerOutput:
         """The engine's answer to ``future``; cancels it in the engine if the client goes away
@@ -182,7 +195,27 @@ class PlannerServer:
             truncated = not out.tool_calls and out.usage.completion_tokens >= chat.plan.sampling.max_new_tokens
         finish = "length" if truncated else ("stop" if chat.tool_choice == "function" else None)
         body = output_to_completion(out, model=chat.model, tool_choice_none=chat.tool_choice == "none", finish_reason=finish)
+        if chat.logprobs or chat.return_token_ids:
+            body["choices"][0].update(self.token_fields(chat, out))
         return {**body, **(head or {})}
+
+    def token_fields(self, chat: ChatRequest, out: PlannerOutput) -> dict[str, Any]:
+        """The choice's ``logprobs`` and token ids as the request asked (see the module's docstring)."""
+        tokens = out.tokens
+        if tokens is None:  # the request was accepted because the planner keeps records: a bug
+            raise PlannerError("the planner's answer has no token record")
+        fields: dict[str, Any] = {}
+        if chat.logprobs:
+            decoding: Decoding = self.planner.decoding  # type: ignore[attr-defined]
+            pieces = decoding.token_bytes(tokens.completion_ids)
+            fields["logprobs"] = {"content": [
+                {"token": piece.decode("utf-8", errors="replace"), "logprob": logprob, "bytes": list(piece), "top_logprobs": []}
+                for piece, logprob in zip(pieces, tokens.logprobs)
+            ]}
+        if chat.return_token_ids:
+            fields.update(prompt_token_ids=list(tokens.prompt_ids), token_ids=list(tokens.completion_ids),
+                          sampled_mask=list(tokens.sampled))
+        return fields
 
     async def stream(self, request: Any, chat: ChatRequest) -> AsyncIterator[str]:
         """The events of a ``stream: true`` answer (the role chunk at once, the rest once decoded)."""

@@ -91,7 +91,7 @@ class QueryEncoder:
         if getattr(config, "position_embedding_type", "absolute") != "absolute" or config.hidden_act != "gelu":
             raise ValueError(f"QueryEncoder handles absolute positions and exact GELU, not {config.position_embedding_type}/{config.hidden_act}")
         if precision == "auto":  # bfloat16 where the CPU computes it natively; emulated it is slower than float32
-            from planner_runtime.planners.local.planner import native_bfloat16
+            from planner_runtime.planners.local.model import native_bfloat16
 
             precision = "bfloat16" if native_bfloat16(torch) else "float32"
         dtype = getattr(torch, precision)

@@ -15,26 +15,30 @@ own row's earlier tokens, and explicit position ids number each row on its own. 
 own grammar matcher (constrained to the offered tools, or to one named tool) and its own sampler,
 so a row decodes what :class:`~planner_runtime.planners.local.planner.LocalPlanner` alone would, up to
 float noise (given schemas that name every argument they allow: the decoder closes open object
-schemas, see :mod:`~planner_runtime.serving.schemas`). A row whose caller left is dropped with
-:meth:`BatchDecoder.cancel`; an answer that its token budget cut off says so (``truncated``).
+schemas, see :func:`~planner_runtime.planners.local.grammar.closed`); each step of a row is a
+:class:`~planner_runtime.planners.local.decoding.Turn`'s, as in the planner. A request that asks
+for its token record (``PlanRequest.tokens``) gets it on ``PlannerOutput.tokens``; its row then
+stays for one more step when forced tokens end its call, to score them. A row whose caller left
+is dropped with :meth:`BatchDecoder.cancel`; an answer that its token budget cut off says so
+(``truncated``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import count
 from typing import TYPE_CHECKING, Any, Sequence
 
-from planner_runtime.contract import Message, ToolSpec, Usage
+from planner_runtime.contract import Message, ToolSpec
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerOutput, Sampling
-from planner_runtime.planners.local.planner import LocalPlanner, _choose, _mask, growing_cache, reserve
-from planner_runtime.planners.local.grammar import reaches_cap
-from planner_runtime.planners.toolcalls import parse_tool_calls
 from planner_runtime.planners.local.attention import Prefixes, Segment
+from planner_runtime.planners.local.decoding import Turn
+from planner_runtime.planners.local.grammar import closed_tools
+from planner_runtime.planners.local.kv_cache import growing_cache, reserve
+from planner_runtime.planners.local.planner import LocalPlanner
 from planner_runtime.planners.local.prefix_tree import Node, PrefixTree, attended, pieces
-from planner_runtime.serving.schemas import closed_tools
 
 if TYPE_CHECKING:
     import torch
@@ -45,12 +49,14 @@ _COMPACT_AT = 256  # finished rows' own positions dropped from the packed cache 
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """One chat to decode. ``only`` limits the calls to the named tools (all tools stay in the prompt)."""
+    """One chat to decode. ``only`` limits the calls to the named tools (all tools stay in the
+    prompt); ``tokens`` asks for the answer's token record (ids, logprobs, the sampled mask)."""
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
     sampling: Sampling
     only: tuple[str, ...] | None = None
+    tokens: bool = False
 
 
 class Decoded(PlannerOutput):
@@ -62,25 +68,22 @@ class Decoded(PlannerOutput):
 
 @dataclass(eq=False)
 class Row:
-    """A request being decoded: its prompt's tree node, its own pending and generated tokens."""
+    """A request being decoded: its prompt's tree node and its turn (own pending and generated tokens)."""
 
     request: PlanRequest
-    prompt_ids: list[int]
-    prefill: str
-    prefill_ids: list[int]
-    matcher: Any
-    generator: Any
+    turn: Turn
     uid: int = 0
     node: Node | None = None
     reused: int = 0  # prompt tokens found kept in the tree
-    pending: list[int] = field(default_factory=list)
-    generated: list[int] = field(default_factory=list)
     position: int = 0
-    done: bool = False
     admitted: float = 0.0
     prefill_s: float = 0.0
     widest: int = 0  # the most rows decoded together with this one
-    cut: bool = False  # the budget forced the call's closing
+
+    @property
+    def done(self) -> bool:
+        """Whether the row has nothing more to compute."""
+        return not self.turn.wants_forward
 
 
 class BatchDecoder:
@@ -158,16 +161,16 @@ class BatchDecoder:
                 except PlannerError as exc:
                     admitted.append(exc)
                     continue
-                ids = row.prompt_ids + row.prefill_ids
+                ids = row.turn.encoded.input_ids
                 row.node, row.reused = self.tree.insert(ids[:-1])  # the last token gives the first logits
-                row.pending, row.position = ids[-1:], len(ids) - 1
+                row.turn.pending, row.position = ids[-1:], len(ids) - 1
                 admitted.append(row)
             rows = [r for r in admitted if isinstance(r, Row)]
             started = time.perf_counter()
             with torch.inference_mode():
                 self._build(self.tree.unbuilt())
             for row in rows:
-                self._take_forced(row)
+                row.turn.take_forced()
         except BaseException:
             self.tree.drop_unbuilt()
             for r in admitted:
@@ -245,14 +248,13 @@ class BatchDecoder:
     def _row(self, request: PlanRequest) -> Row:
         """Tokenized, with its grammar and sampler, as the planner alone would run it; the grammar
         allows no argument a tool's schema does not name unless the schema says it may
-        (:func:`~planner_runtime.serving.schemas.closed`)."""
-        planner, budget = self.planner, request.sampling.max_new_tokens
-        prompt_ids, prefill, prefill_ids = planner.encode(request.messages, request.tools, budget)
-        if not prompt_ids and not prefill_ids:
-            raise PlannerError("the prompt is empty")
+        (:func:`~planner_runtime.planners.local.grammar.closed`)."""
         allowed = closed_tools(tuple(t for t in request.tools if request.only is None or t.name in request.only))
-        matcher = planner.matcher(allowed, prefill_ids, budget)
-        return Row(request, prompt_ids, prefill, prefill_ids, matcher, planner.generator(request.sampling))
+        turn = self.planner.start_turn(request.messages, request.tools, request.sampling, constrain_to=allowed,
+                                       score=request.tokens)
+        if not turn.encoded.input_ids:
+            raise PlannerError("the prompt is empty")
+        return Row(request, turn)
 
     def _build(self, nodes: list[Node]) -> None:
         """Compute the KV of unbuilt tree nodes: in waves (a node after its parent), each wave's
@@ -302,16 +304,19 @@ class BatchDecoder:
         ids: list[int] = []
         positions: list[int] = []
         mine: list[int] = []
-        last: list[int] = []
+        keep: list[int] = []
+        spans: list[tuple[int, int]] = []  # each row's logits among those kept
         seen: dict[Node, list[int]] = {}
         for r in live:
-            n = len(r.pending)
+            pending = r.turn.pending
+            n = len(pending)
             at = len(ids)
-            ids += r.pending
+            ids += pending
             positions += range(r.position, r.position + n)
             mine += [r.uid] * n
             r.position += n
-            last.append(len(ids) - 1)
+            spans.append((len(keep), len(keep) + len(r.turn.keep())))
+            keep += [at + k for k in r.turn.keep()]
             for node in r.node.chain():  # type: ignore[union-attr]
                 seen.setdefault(node, []).extend(range(at, at + n))
             r.widest = max(r.widest, len(live))
@@ -321,10 +326,9 @@ class BatchDecoder:
         self._owner = torch.cat([self._owner, query_owner])
         causal = torch.arange(past + len(ids))[None, :] <= (past + torch.arange(len(ids)))[:, None]
         mask = ((self._owner[None, :] == query_owner[:, None]) & causal)[None, None]
-        logits = self._forward(torch.tensor([ids]), self._cache, mask, torch.tensor([positions]), prefixes, torch.tensor(last))
-        for k, r in enumerate(live):
-            self._sample(r, logits[0, k])
-            self._take_forced(r)
+        logits = self._forward(torch.tensor([ids]), self._cache, mask, torch.tensor([positions]), prefixes, torch.tensor(keep))
+        for r, (a, b) in zip(live, spans):
+            r.turn.advance(logits[0, a:b])
 
     def _compact(self) -> None:
         """Drop the ended rows' positions from the packed cache once there are enough of them."""
@@ -339,42 +343,6 @@ class BatchDecoder:
             layer.keep_positions(at)
         self._owner = self._owner[at]
 
-    def _take_forced(self, r: Row) -> None:
-        if len(r.generated) >= r.request.sampling.max_new_tokens:
-            r.done = True
-        if r.done or r.matcher is None:
-            return
-        room = r.request.sampling.max_new_tokens - len(r.generated)
-        forced = r.matcher.compute_ff_tokens()[:room]
-        if forced:
-            r.matcher.consume_tokens(forced)
-            r.generated += forced
-            r.pending += forced
-        if r.matcher.is_stopped() or len(r.generated) >= r.request.sampling.max_new_tokens:
-            r.done = True
-
-    def _sample(self, r: Row, logits: "torch.Tensor") -> None:
-        if r.matcher is not None:
-            _mask(logits, r.matcher)
-        token = _choose(logits, r.request.sampling, r.generator)
-        if r.matcher is not None:
-            # the call must still close in what is left of the budget, else it closes now instead
-            emitted = self.planner.admit(r.matcher, token, r.request.sampling.max_new_tokens - len(r.generated))
-            if emitted is None:
-                r.matcher, emitted = None, [token]
-            r.cut |= emitted != [token]
-            r.generated += emitted
-            r.pending = emitted
-            if r.matcher is not None and r.matcher.is_stopped():
-                r.done = True
-        else:
-            r.generated.append(token)
-            r.pending = [token]
-            if self.planner.ended(r.generated):
-                r.done = True
-        if len(r.generated) >= r.request.sampling.max_new_tokens:
-            r.done = True
-
     def _forward(
         self, ids: "torch.Tensor", cache: Any, mask: "torch.Tensor", positions: "torch.Tensor",
         prefixes: Prefixes, keep: "torch.Tensor",
@@ -388,14 +356,7 @@ class BatchDecoder:
         return out.logits
 
     def _output(self, r: Row) -> Decoded:
-        text = self.planner.answer(r.prefill, r.generated)
-        ended = r.matcher.is_stopped() if r.matcher is not None else bool(r.generated) and self.planner.ended(r.generated)
-        calls, errors = parse_tool_calls(text)
-        cap = self.planner.string_cap(r.request.sampling.max_new_tokens) if r.matcher is not None else None
-        cut = r.cut or any(reaches_cap(call.arguments, cap) for call in calls)
-        usage = Usage(prompt_tokens=len(r.prompt_ids), completion_tokens=len(r.prefill_ids) + len(r.generated))
         # prefill_s: computing the new part of the prompts admitted with this one, together
         timings = {"prefill_s": r.prefill_s, "generate_s": time.perf_counter() - r.admitted, "batch_rows": float(r.widest)}
-        return Decoded(text=text, tool_calls=tuple(calls), errors=tuple(errors), usage=usage, timings=timings, cut=cut,
-                       truncated=cut or (not ended and len(r.generated) >= r.request.sampling.max_new_tokens))
-
+        out = r.turn.output(timings)
+        return Decoded(**dict(out), truncated=out.cut or r.turn.ran_out)

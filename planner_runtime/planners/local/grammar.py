@@ -13,6 +13,11 @@ there, and when that no longer fits in the tokens left it takes the token back a
 closing instead. Such a call is *cut*: it parses, but its last value is shorter than the model
 meant, so the planner flags it and the harness never runs it. A planner may also cap strings
 (and so arrays); a value that ends at such a cap counts as cut too (:func:`reaches_cap`).
+
+A tool schema that names its properties but does not say whether others are allowed is closed
+for the grammar (:func:`closed`): every such object gets ``additionalProperties: false``, which is
+what users of tool calling expect (and what vLLM's strict JSON grammars do); the schema the model
+reads in its prompt stays as written. ``serve`` and its batch decoder constrain calls that way.
 """
 
 from __future__ import annotations
@@ -30,6 +35,14 @@ if TYPE_CHECKING:
 
 # The JSON compiler's layout options: no free whitespace, so the model cannot stall in blanks.
 JSON_LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+
+# Keywords that let an object hold properties its ``properties`` do not name, or that combine
+# schemas: closing an object that has one of them would change what it means.
+_OPEN_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "$ref", "if")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "prefixItems")
+_SCHEMA_VALUES = ("items", "not", "if", "then", "else", "contains", "additionalItems")
 
 
 class GrammarError(PlannerError):
@@ -227,3 +240,34 @@ CLOSERS = ('"', "}", "]", ",", "1", "0", "false", "null", "[", "{", "a", "-", ":
 def _lowest_allowed(matcher: "llguidance.LLMatcher") -> int:
     bias = matcher.compute_logit_bias()  # one byte a token, 0 where it is not allowed
     return len(bias) - len(bias.lstrip(b"\x00"))
+
+
+def closed(schema: Any, *, close_self: bool = True) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object schema that allows no
+    extras of its own accord (``allOf`` parts are left open: each sees only its own properties)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: closed(sub) for name, sub in out[key].items()}
+    is_object = out.get("type") == "object" or (out.get("type") is None and "properties" in out)
+    # Alternatives of a whole schema are closed like it; parts that add to an object's own
+    # properties (its ``allOf``, or ``anyOf`` beside its ``properties``) must stay open.
+    whole = not (is_object and "properties" in out)
+    for key in _SCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [closed(sub, close_self=whole or key == "prefixItems") for sub in out[key]]
+    if isinstance(out.get("allOf"), list):
+        out["allOf"] = [closed(sub, close_self=False) for sub in out["allOf"]]
+    for key in _SCHEMA_VALUES:
+        if isinstance(out.get(key), dict):
+            out[key] = closed(out[key], close_self=key not in ("not", "if", "then", "else"))
+    if close_self and is_object and not any(k in out for k in _OPEN_KEYWORDS):
+        out["additionalProperties"] = False
+    return out
+
+
+def closed_tools(tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
+    """``tools`` with :func:`closed` parameter schemas: what their calls are constrained to."""
+    return tuple(t.model_copy(update={"parameters": closed(t.parameters)}) for t in tools)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Sequence
 
-from planner_runtime.planners.local.planner import shared_length
+from planner_runtime.planners.local.prefix_cache import shared_length
 from planner_runtime.planners.local.attention import Prefixes, Segment
 
 SHORT_NODE = 64  # nodes this short are attended together with the rows' own keys (see attention.py)

@@ -67,3 +67,18 @@ def test_seeded_sampling_repeats_and_the_seed_matters(planner, alarm_chat, two_t
     runs = [sample(7), sample(7)] + [sample(s) for s in (1, 2, 3)]
     assert runs[0] == runs[1]
     assert len(set(runs)) > 1
+
+
+def test_the_local_planner_package_imports_nothing_above_planners():
+    # serve is built on the local planner, never the reverse: the batch decoder once imported
+    # the server's schema module, tying the planners to the HTTP layer
+    import subprocess
+    import sys
+
+    modules = ", ".join(f"planner_runtime.planners.local.{m}" for m in (
+        "attention", "batch", "decoding", "grammar", "kv_cache", "model", "model_store", "planner", "prefix_cache", "prefix_tree"))
+    script = (f"import sys, importlib\nfor m in '{modules}'.split(', '): importlib.import_module(m)\n"
+              "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('planner_runtime.') and m.count('.') >= 1}))")
+    layers = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    for above in ("serving", "harness", "runs", "cli", "training"):
+        assert f"'{above}'" not in layers, layers

@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from planner_runtime.planners.local.planner import growing_cache  # noqa: E402
+from planner_runtime.planners.local.kv_cache import growing_cache  # noqa: E402
 from planner_runtime.planners.local.prefix_cache import PrefixCache, cache_bytes  # noqa: E402
 
 CONFIG = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=8, num_attention_heads=2, num_key_value_heads=1)

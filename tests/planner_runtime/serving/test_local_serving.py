@@ -118,10 +118,10 @@ def test_requests_with_different_tools_decode_together_as_each_alone(local):
     decoder = engine._decoder
     # the prompts' common start is kept once, and each prompt's own part after it
     assert len(decoder.tree.root.children) == 1
-    from planner_runtime.planners.local.planner import shared_length
+    from planner_runtime.planners.local.prefix_cache import shared_length
 
     rows = [decoder._row(r) for r in requests]
-    kept = [r.prompt_ids + r.prefill_ids for r in rows]  # each prompt bar its last token goes into the tree
+    kept = [r.turn.encoded.input_ids for r in rows]  # each prompt bar its last token goes into the tree
     common = min(shared_length(kept[0], k) for k in kept[1:])
     assert decoder.tree.tokens <= sum(len(k) - 1 for k in kept) - 2 * common  # the common start stored once, not three times
     again = decoder.decode(requests)
@@ -251,13 +251,13 @@ def test_a_failed_step_fails_the_running_requests_and_the_engine_goes_on(local, 
 
 
 def test_the_kept_prompt_kv_stays_within_its_budget_once_rows_end(local):
-    from planner_runtime.planners.local.planner import shared_length
+    from planner_runtime.planners.local.prefix_cache import shared_length
 
     sampling = Sampling(max_new_tokens=16)
     requests = [PlanRequest(chat(g), TOOLS, sampling) for g in GOALS]
     alone = [local.plan(list(r.messages), list(r.tools), sampling=sampling).text for r in requests]
     probe = BatchDecoder(local).load()
-    prompts = [probe._row(r).prompt_ids for r in requests]
+    prompts = [probe._row(r).turn.encoded.prompt_ids for r in requests]
     common = min(shared_length(prompts[0], p) for p in prompts[1:])  # the start all three share
     decoder = BatchDecoder(local, kept_tokens=common + 5).load()
     outs = decoder.decode(requests)
@@ -316,7 +316,7 @@ def test_a_batched_call_always_closes_within_its_token_budget(local, monkeypatch
 
     import torch
 
-    from planner_runtime.planners.local import batch
+    from planner_runtime.planners.local import decoding
 
     texts = [local._tokenizer.decode([i]) for i in range(len(local._tokenizer))]
     enders = torch.tensor([any(c in t for c in '"]}') for t in texts])
@@ -329,7 +329,7 @@ def test_a_batched_call_always_closes_within_its_token_budget(local, monkeypatch
             pool = allowed.nonzero().flatten()
         return int(pool[rng.randrange(pool.numel())])
 
-    monkeypatch.setattr(batch, "_choose", keep_open)
+    monkeypatch.setattr(decoding, "choose", keep_open)
     decoder = BatchDecoder(local).load()
     for budget in (32, 40, 64):  # the shortest delegate call takes 29 tokens past the prefill
         requests = [PlanRequest(chat(f"Ask a helper to check every app ({n})."), (LIST_TOOL,), Sampling(max_new_tokens=budget)) for n in range(4)]

@@ -117,6 +117,22 @@ def test_bad_tool_names_and_messages_are_refused(server):
         assert refused(post(server, json.dumps({"model": "tiny", "messages": ASK, "tools": [ALARM], **extra})))["param"] == param
 
 
+@pytest.mark.parametrize("fields, param, words", [
+    ({"return_token_ids": 1}, "return_token_ids", "true or false"),
+    ({"logprobs": "yes"}, "logprobs", "true or false"),
+    ({"top_logprobs": 2}, "top_logprobs", "needs logprobs"),
+    ({"logprobs": True, "top_logprobs": 2}, "top_logprobs", "only top_logprobs 0"),
+    ({"logprobs": True, "top_logprobs": 21}, "top_logprobs", "from 0 to 20"),
+    ({"return_token_ids": True}, "return_token_ids", "no token records"),
+    ({"logprobs": True, "top_logprobs": 0}, "logprobs", "no token records"),
+])
+def test_token_record_fields_are_read_strictly(server, fields, param, words):
+    # the scripted planner keeps no token records: asking for them is refused, never ignored
+    error = refused(post(server, json.dumps({"messages": ASK, "tools": [ALARM], **fields})))
+    assert error["param"] == param and words in error["message"]
+    assert post(server, json.dumps({"messages": ASK, "tools": [ALARM], "logprobs": False, "return_token_ids": False})).status_code == 200
+
+
 @pytest.mark.parametrize("depth", [100, 100_000])
 def test_bodies_nested_too_deep_are_refused(server, depth):
     body = '{"model": "tiny", "messages": ' + "[" * depth + "]" * depth + "}"

@@ -79,8 +79,8 @@ def test_tool_arguments_hold_no_property_the_schema_does_not_name(client, server
         spec = ToolSpec(name="set_alarm", description="", parameters=params)
         row = server.engine._decoder._row(PlanRequest((Message(role=Role.user, content="Alarm at 7:30"),), (spec,), Sampling(max_new_tokens=64)))
         head = tokenizer('set_alarm", "arguments": {', add_special_tokens=False).input_ids
-        assert row.matcher.consume_tokens(head)
-        assert row.matcher.consume_tokens(tokenizer(extra, add_special_tokens=False).input_ids) is accepted
+        assert row.turn.matcher.consume_tokens(head)
+        assert row.turn.matcher.consume_tokens(tokenizer(extra, add_special_tokens=False).input_ids) is accepted
 
 
 def wait_for(condition, timeout: float) -> bool:
@@ -134,3 +134,33 @@ def test_the_readme_serve_and_run_example_works_as_written(cache, tmp_path):
         serve.send_signal(signal.SIGINT)
         out, err = serve.communicate(timeout=60)
     assert serve.returncode == 0 and "openai://127.0.0.1:%d/planner" % port in err
+
+
+def test_logprobs_and_token_ids_come_back_aligned_with_the_answer(server):
+    from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL, render_chat
+    from planner_runtime.planners.openai.wire import openai_to_messages
+    from planner_runtime.serving.requests import parse_chat
+
+    call = [SYSTEM, {"role": "user", "content": "Set an alarm for 7:30"}]
+    body = {"model": "smol", "messages": call, "tools": [ALARM], "max_tokens": 64, "logprobs": True, "return_token_ids": True}
+    reply = httpx.post(server.base_url + "/chat/completions", json=body, timeout=300)
+    assert reply.status_code == 200, reply.text
+    choice = reply.json()["choices"][0]
+    content, ids, mask = choice["logprobs"]["content"], choice["token_ids"], choice["sampled_mask"]
+    assert len(content) == len(ids) == len(mask) and choice["finish_reason"] == "tool_calls"
+    assert all(set(c) == {"token", "logprob", "bytes", "top_logprobs"} and c["top_logprobs"] == [] for c in content)
+    text = b"".join(bytes(c["bytes"]) for c in content).decode()
+    tokenizer = server.planner.tokenizer
+    assert text == tokenizer.decode(ids) and text.startswith(TOOL_CALL_PREFILL + 'set_alarm", "arguments": ')
+    assert '"arguments": ' + choice["message"]["tool_calls"][0]["function"]["arguments"] + "}" in text
+    prefill = len(tokenizer(TOOL_CALL_PREFILL, add_special_tokens=False).input_ids)
+    assert [c["logprob"] for c in content[:prefill]] == [0.0] * prefill and not any(mask[:prefill])
+    assert any(mask) and not all(mask[prefill:]) and all(c["logprob"] <= 0 for c in content)
+    chat = parse_chat(body, ("smol",), token_records=True).plan
+    assert tokenizer.decode(choice["prompt_token_ids"]) == render_chat(openai_to_messages(call), chat.tools)
+    # only what was asked for comes back
+    plain = httpx.post(server.base_url + "/chat/completions", json={**body, "logprobs": False}, timeout=300).json()["choices"][0]
+    assert plain["logprobs"] is None and plain["token_ids"] == ids
+    # a stream cannot carry them: refused with the field named
+    streamed = httpx.post(server.base_url + "/chat/completions", json={**body, "stream": True}, timeout=300)
+    assert streamed.status_code == 400 and streamed.json()["error"]["param"] == "logprobs"
