@@ -45,6 +45,10 @@ class RequestError(PlannerRuntimeError):
         return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
 
 
+class ClientGone(Exception):
+    """The client disconnected while its request was decoding."""
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """A checked request: what to decode and how to answer it."""

@@ -1,11 +1,15 @@
 """The Starlette application of :class:`~planner_runtime.serving.server.PlannerServer`: its routes
 and the API's error bodies (``{"error": {"message", "type", "param", "code"}}``) for every refusal,
-unknown routes and methods included."""
+unknown routes and methods included.
+
+The routes see the server through :class:`Served`, what they call on it, so this module sits
+below ``server`` (which builds the app) and never imports it."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future
+from typing import Any, AsyncIterator, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -13,12 +17,30 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from planner_runtime.serving.requests import RequestError
-
-if TYPE_CHECKING:
-    from planner_runtime.serving.server import PlannerServer
+from planner_runtime.planners import PlannerOutput
+from planner_runtime.serving.engine import Engine
+from planner_runtime.serving.requests import ChatRequest, ClientGone, RequestError
 
 log = logging.getLogger(__name__)
+
+
+class Served(Protocol):
+    """What the routes call on the server (:class:`~planner_runtime.serving.server.PlannerServer`)."""
+
+    engine: Engine
+    model_ids: tuple[str, ...]
+
+    async def read_chat(self, request: Any) -> ChatRequest: ...
+
+    def stream(self, request: Any, chat: ChatRequest) -> AsyncIterator[str]: ...
+
+    async def answer(self, request: Any, future: Future[PlannerOutput]) -> PlannerOutput: ...
+
+    def completion(self, chat: ChatRequest, out: PlannerOutput, head: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    def models(self) -> dict[str, Any]: ...
+
+    def model_card(self, model_id: str) -> dict[str, Any]: ...
 
 
 def error_response(exc: RequestError) -> JSONResponse:
@@ -27,9 +49,8 @@ def error_response(exc: RequestError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
 
 
-def app_for(server: PlannerServer) -> Starlette:
+def app_for(server: Served) -> Starlette:
     """The ASGI app serving ``server``'s engine."""
-    from planner_runtime.serving.server import ClientGone
 
     async def chat_completions(request: Request) -> Response:
         try:

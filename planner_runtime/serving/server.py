@@ -46,7 +46,7 @@ from planner_runtime.serving import sse
 from planner_runtime.planners.local.batch import Decoded
 from planner_runtime.planners.local.decoding import Decoding
 from planner_runtime.serving.engine import Engine
-from planner_runtime.serving.requests import ChatRequest, RequestError, decode_body, parse_chat
+from planner_runtime.serving.requests import ChatRequest, ClientGone, RequestError, decode_body, parse_chat
 from planner_runtime.planners.openai.wire import output_to_completion
 
 log = logging.getLogger(__name__)
@@ -54,10 +54,6 @@ log = logging.getLogger(__name__)
 ALIAS = "planner"  # the model id the README's example asks for
 MAX_BODY_BYTES = 4 * 2**20
 BODY_TIMEOUT_S = 30.0  # a client that announces a body and does not send it is answered 408
-
-
-class ClientGone(Exception):
-    """The client disconnected while its request was decoding."""
 
 
 class PlannerServer:
