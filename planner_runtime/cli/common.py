@@ -178,9 +178,11 @@ def make_planner(backend: str, model: str | None, script: Path | None, timeout: 
     with nothing done, counted as finished."""
     from planner_runtime import planners
 
+    from planner_runtime.cli.releases import resolved_model
+
     kwargs: dict = {}
     if backend == "local" and model:
-        kwargs["model"] = model
+        kwargs["model"] = resolved_model(model)  # --release NAME: the release's checked model folder
     if backend == "scripted":
         if script is None:
             raise ConfigError('--planner scripted needs --script FILE, a JSON list of tool calls like [{"name": "finish", "arguments": {"answer": "done"}}]')

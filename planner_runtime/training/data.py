@@ -165,9 +165,11 @@ class SftData:
             digest.update(json.dumps([s.input_ids, s.assistant_masks], separators=(",", ":")).encode())
         return digest.hexdigest()
 
-    def rows(self) -> list[dict[str, list[int]]]:
-        """The rows SFTTrainer takes as a pre-tokenized dataset."""
-        return [{"input_ids": list(s.input_ids), "assistant_masks": list(s.assistant_masks)} for s in self.sequences]
+    def rows(self, max_length: int | None = None) -> list[dict[str, list[int]]]:
+        """The rows SFTTrainer takes as a pre-tokenized dataset; a sequence longer than
+        ``max_length`` keeps its end (the later turns, which hold most of the targets)."""
+        cut = slice(-max_length, None) if max_length else slice(None)
+        return [{"input_ids": list(s.input_ids[cut]), "assistant_masks": list(s.assistant_masks[cut])} for s in self.sequences]
 
 
 def build(trajectories: Iterable[Trajectory], tokenizer: Any, *, min_trained_tokens: int = 1) -> SftData:

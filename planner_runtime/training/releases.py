@@ -239,3 +239,12 @@ def export(home: Path, name: str, out: Path, cache_dir: Path | None = None) -> P
     shutil.copy2(release_path(home, name) / MANIFEST, tmp / "planner-agent-release.json")
     tmp.replace(out)
     return out
+
+
+def resolve_model(model: str | None, home: Path, cache_dir: Path | None = None) -> str | None:
+    """A ``--model`` value with ``release:NAME`` (what ``--release NAME`` records) replaced by the
+    folder the local planner loads; ``release:base`` is the untrained embedded model."""
+    if model is None or not model.startswith("release:"):
+        return model
+    name = model.removeprefix("release:")
+    return "embedded" if name == BASE else str(model_dir(home, name, cache_dir))

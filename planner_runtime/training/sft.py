@@ -3,7 +3,8 @@
 The data goes in pre-tokenized (:mod:`planner_runtime.training.data`): ``input_ids`` and
 ``assistant_masks``, which TRL 1.16 folds into the labels (-100 where the mask is 0), so the
 trainer never applies a chat template of its own and cannot render differently from the planner.
-Sequences longer than ``max_length`` keep their end (the later turns, which hold most targets).
+Sequences longer than ``max_length`` keep their end (the later turns, which hold most targets);
+that cut is made here, as TRL's own ``keep_end`` is deprecated.
 
 Checkpoints go to ``<home>/training/<name>/``; ``resume`` continues from the newest one. The
 release folder is written beside its final place and renamed in at the end, so an interrupted
@@ -13,13 +14,13 @@ or failed run leaves no half release and never touches an existing one.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from planner_runtime.planners.local import model_store
+from planner_runtime.planners.local.threads import intra_op_threads, use_threads
 from planner_runtime.trajectories.store import TrajectoryStore
 from planner_runtime.training import TrainingError
 from planner_runtime.training import data as sft_data
@@ -46,7 +47,7 @@ class SftOptions:
     lora_dropout: float = 0.0
     save_steps: int = 50
     seed: int = 0
-    threads: int | None = None  # CPU threads; None: every core this process may use
+    threads: int | None = None  # CPU threads; None: PLANNER_AGENT_THREADS, else every core this process may use
 
     @property
     def learning_rate(self) -> float:
@@ -67,20 +68,12 @@ class SftResult:
     train_loss: float
 
 
-def _cpu_threads(wanted: int | None) -> int:
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        available = os.cpu_count() or 1
-    return max(1, min(wanted or available, available))
-
-
 def _placement(torch: Any, threads: int | None) -> dict[str, Any]:
     """TrainingArguments for the machine: CUDA with bf16 when present, else CPU on set threads."""
     if torch.cuda.is_available():
         return {"bf16": torch.cuda.is_bf16_supported(), "use_cpu": False}
     # set deliberately: torch's default can oversubscribe a shared machine's cores
-    torch.set_num_threads(_cpu_threads(threads))
+    use_threads(torch, threads or intra_op_threads())
     return {"use_cpu": True, "bf16": False}
 
 
@@ -91,11 +84,13 @@ def _last_checkpoint(work: Path) -> Path | None:
 
 def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: SftOptions, name: str, *, home: Path,
               resume: bool = False, parent: str | None = None, cache_dir: Path | None = None,
-              progress: bool = True, on_data: Callable[[sft_data.SftData], None] | None = None) -> SftResult:
+              progress: bool = True, on_data: Callable[[sft_data.SftData], None] | None = None,
+              callbacks: Sequence[Any] = ()) -> SftResult:
     """Train release ``name`` on the trajectories ``selection`` picks from ``store``.
 
     Everything that can refuse (the name, an existing release, the base, the data) is checked
-    before the first step, and nothing stored is written until then."""
+    before the first step, and nothing stored is written until then. ``callbacks`` are
+    ``transformers.TrainerCallback`` objects the trainer calls as it goes."""
     releases.check_name(name)
     final = releases.release_path(home, name)
     if final.exists():
@@ -118,7 +113,7 @@ def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: Sf
     placement = _placement(torch, options.threads)
     with model_store.quiet_progress_bars():
         model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16 if placement["bf16"] else torch.float32)
-    trainer = _trainer(model, tokenizer, dataset, options, work, placement, progress)
+    trainer = _trainer(model, tokenizer, dataset, options, work, placement, progress, callbacks)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if resume else None)
     manifest = _write_release(trainer, tokenizer, dataset, selection, options, name, base, home, parent)
     shutil.rmtree(work, ignore_errors=True)  # the release holds the result; checkpoints were for resuming
@@ -126,7 +121,7 @@ def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: Sf
 
 
 def _trainer(model: Any, tokenizer: Any, dataset: sft_data.SftData, options: SftOptions, work: Path,
-             placement: dict[str, Any], progress: bool) -> Any:
+             placement: dict[str, Any], progress: bool, callbacks: Sequence[Any] = ()) -> Any:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -140,14 +135,15 @@ def _trainer(model: Any, tokenizer: Any, dataset: sft_data.SftData, options: Sft
     args = SFTConfig(
         output_dir=str(work), num_train_epochs=options.epochs, max_steps=options.max_steps or -1,
         learning_rate=options.learning_rate, per_device_train_batch_size=options.batch_size,
-        gradient_accumulation_steps=options.grad_accum, max_length=options.max_length, truncation_mode="keep_end",
+        gradient_accumulation_steps=options.grad_accum, max_length=None,
         save_strategy="steps", save_steps=max(1, min(options.save_steps, steps_per_epoch)), save_total_limit=2,
         logging_steps=1, report_to=[], seed=options.seed, disable_tqdm=not progress,
         # a CPU run is slow enough without recomputing activations; memory is small at these lengths
         gradient_checkpointing=False, dataloader_num_workers=0, **placement,
     )
-    rows = Dataset.from_list(dataset.rows())
-    return SFTTrainer(model=model, args=args, train_dataset=rows, processing_class=tokenizer, peft_config=peft_config)
+    rows = Dataset.from_list(dataset.rows(options.max_length))
+    return SFTTrainer(model=model, args=args, train_dataset=rows, processing_class=tokenizer, peft_config=peft_config,
+                       callbacks=list(callbacks))
 
 
 def _write_release(trainer: Any, tokenizer: Any, dataset: sft_data.SftData, selection: sft_data.Selection,
