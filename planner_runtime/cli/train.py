@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
@@ -69,7 +70,8 @@ def sft_cmd(
                                    collection=collection, since=_since(since), planner=planner)
         options = sft.SftOptions(base=base, lora=lora, epochs=epochs, lr=lr, max_steps=max_steps, max_length=max_length,
                                  lora_rank=rank, lora_alpha=2 * rank, save_steps=save_steps, threads=threads)
-        with TrajectoryStore(store or settings.store_path, create=False) as db:
+        # the trainer prints its log lines to stdout: they go with the progress bar, so stdout holds only --json
+        with TrajectoryStore(store or settings.store_path, create=False) as db, contextlib.redirect_stdout(sys.stderr):
             result = sft.train_sft(db, selection, options, name, home=settings.home, resume=resume,
                                    cache_dir=settings.cache_dir, on_data=_show_data)
     except KeyboardInterrupt:

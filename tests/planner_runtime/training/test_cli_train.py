@@ -70,12 +70,13 @@ def test_train_list_show_export_and_plan_with_the_release(episodes, store, tmp_p
 
 def test_an_empty_selection_is_one_line_and_writes_nothing(episodes, store, tmp_path):
     home = tmp_path / "home"
-    before = store.path.read_bytes()
+    stored = lambda: [store.get(i).model_dump() for i in store.ids()]  # noqa: E731
+    before = stored()
     res = _cli("train", "sft", "--store", str(store.path), "--out", "x", "--collection", "none-such", home=home)
     assert res.returncode == 2 and "no training data: 0 trajectories selected" in _one_line(res)
     res = _cli("train", "sft", "--store", str(tmp_path / "typo.sqlite"), "--out", "x", home=home)
     assert res.returncode == 2 and "no trajectory store at" in _one_line(res)
-    assert store.path.read_bytes() == before and not (home / "releases").exists() and not (home / "training").exists()
+    assert stored() == before and not (home / "releases").exists() and not (home / "training").exists()
     assert not (tmp_path / "typo.sqlite").exists()
 
 
