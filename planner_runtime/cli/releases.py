@@ -107,6 +107,8 @@ def promote_cmd(
     settings = Settings.from_env()
     try:
         default = releases.default_release(settings.home) or releases.BASE
+        if default == name:
+            raise releases.ReleaseError(f"release {name!r} is already the default")
         with TrajectoryStore(store or settings.store_path, create=False) as db:
             evidence = _evidence(db, bench, name, default, settings)
         manifest = promotion.promote(settings.home, name, by=by, evidence=evidence, cache_dir=settings.cache_dir)

@@ -68,6 +68,8 @@ def promote(home: Path, name: str, *, by: str, evidence: BenchEvidence, cache_di
     if not by.strip():
         raise ReleaseError("--by: name the person who approves the promotion")
     manifest = releases.load_manifest(home, name)
+    if releases.default_release(home) == name:
+        raise ReleaseError(f"release {name!r} is already the default")
     releases.verify(home, manifest, cache_dir)
     if evidence.release != name:
         raise ReleaseError(f"the bench evidence is for {evidence.release!r}, not {name!r}")

@@ -137,3 +137,62 @@ def test_promotion_needs_approval_and_a_bench_of_both_on_the_test_split(release_
     assert res.returncode == 2 and "no trajectory store at" in _one_line(res)
     assert json.loads((releases.release_path(home, name) / "manifest.json").read_text())["approval"] is None
     assert releases.default_release(home) is None
+
+
+def _bench(store, pool, bench: str, release: str, succeeds: dict[str, bool]) -> None:  # noqa: ANN001
+    """A bench of ``--planner local --release <release>`` and the base on a test-split task, as
+    ``planner-agent bench`` records it (a collection spec per planner, then its episodes); the
+    episodes are planned by scripts, good or bad per planner, so the figures are known."""
+    from planner_runtime.bench.runner import Contender, collection_of, run_contender
+    from planner_runtime.planners.scripted import ScriptedPlanner
+    from planner_runtime.runs.collection_spec import CollectionSpec
+    from planner_runtime.tasks.spec import builtin_suite
+    from planner_runtime.training.promotion import model_of
+
+    task = next(t for t in builtin_suite().tasks if t.id == "settings.dnd_on")
+    assert task.split_name == "test"
+    good = [{"name": "toggle_setting", "arguments": {"setting": "do_not_disturb", "on": True}}, {"name": "finish", "arguments": {"answer": "on"}}]
+    bad = [{"name": "finish", "arguments": {"answer": "on"}}]
+    for i, who in enumerate((release, "base")):
+        spec = CollectionSpec.from_options(suite=None, tasks=[task.id], script=None, split="test", planner="local",
+                                           model=None if who == "base" else model_of(who))
+        store.record_collection(collection_of(bench, i), spec.model_dump(mode="json"))
+        script = good if succeeds[who] else bad
+        contender = Contender(label=who, planner="local", collection=collection_of(bench, i), planner_for=lambda t, s=script: ScriptedPlanner(s))
+        run_contender([task], contender, pool=pool, store=store, workers=1, repeat=1)
+
+
+@pytest.fixture
+def pool(tmp_path):
+    from device_farm.pool.pool import DevicePool
+    from device_farm.virtual.source import VirtualSource
+
+    with DevicePool([VirtualSource(1)], state_dir=tmp_path / "pool") as p:
+        yield p
+
+
+def test_a_release_is_promoted_only_with_approval_and_a_test_bench_at_least_as_good_as_the_default(
+        release_on_a_copied_base, store, pool):
+    home, name, _ = release_on_a_copied_base
+    folder = releases.release_path(home, name)
+    _bench(store, pool, "worse", name, {name: False, "base": True})
+    kept = _digest(folder)
+    res = _cli("releases", "promote", name, "--bench", "worse", "--approve", "--by", "ana", "--store", str(store.path), home=home)
+    assert res.returncode == 2 and "succeeded on 0% of bench worse's test tasks, the current default (base) on 100%" in _one_line(res)
+    assert _digest(folder) == kept and releases.default_release(home) is None
+
+    _bench(store, pool, "tie", name, {name: True, "base": True})
+    res = _cli("releases", "promote", name, "--bench", "tie", "--store", str(store.path), home=home)
+    assert res.returncode == 2 and "add --approve --by" in _one_line(res)
+    res = _cli("releases", "promote", name, "--bench", "tie", "--approve", "--by", "ana", "--store", str(store.path), home=home)
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["approval"]["by"] == "ana"
+    (entry,) = manifest["bench"]
+    assert (entry["bench"], entry["split"], entry["rate"], entry["default"], entry["default_rate"]) == ("tie", "test", 1.0, "base", 1.0)
+    assert releases.default_release(home) == name
+    assert [m["default"] for m in json.loads(_cli("releases", "list", "--json", home=home).stdout)] == [True]
+    # promoted once: again would compare the release with itself
+    res = _cli("releases", "promote", name, "--bench", "tie", "--approve", "--by", "bo", "--store", str(store.path), home=home)
+    assert res.returncode == 2 and "release 'r1' is already the default" in _one_line(res)
+    assert json.loads((folder / "manifest.json").read_text()) == manifest
