@@ -39,7 +39,7 @@ def sft_cmd(
     collection: Optional[str] = typer.Option(None, "--collection", help="Only trajectories of this collection."),
     since: Optional[str] = typer.Option(None, "--since", help="Only trajectories started at or after this ISO date/time (UTC unless given)."),
     planner: Optional[str] = typer.Option(None, "--planner", help="Only trajectories planned by this planner (as stored: scripted, local, ...)."),
-    base: str = typer.Option("embedded", "--base", help="The model to train: an HF causal LM directory, or 'embedded' (SmolLM2)."),
+    base: str = typer.Option("embedded", "--base", help="The model to train: an HF causal LM directory, 'embedded' (SmolLM2), or release:NAME to go on from a release."),
     lora: bool = typer.Option(True, "--lora/--full", help="Train a LoRA adapter (default) or every weight."),
     epochs: float = typer.Option(3.0, "--epochs", min=0.01, help="Passes over the data."),
     lr: Optional[float] = typer.Option(None, "--lr", min=0.0, help="Learning rate (default 2e-4 for LoRA, 2e-5 full)."),

@@ -111,7 +111,17 @@ def rendering_id() -> str:
     return "chatml-tools:" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def base_path(spec: str, cache_dir: Path | None = None) -> Path:
+def parent_of(spec: str) -> str | None:
+    """The release a base spec names (``release:NAME``: training goes on from it), else ``None``."""
+    return spec.removeprefix("release:") if spec.startswith("release:") and spec != "release:" + BASE else None
+
+
+def base_path(spec: str, home: Path, cache_dir: Path | None = None) -> Path:
+    """The model folder a base spec names: an HF folder, ``embedded``, or ``release:NAME``."""
+    if spec == "release:" + BASE:
+        spec = "embedded"
+    if (parent := parent_of(spec)) is not None:
+        return model_dir(home, parent, cache_dir)
     try:
         return model_store.resolve_model_path(spec, cache_dir)
     except ModelProvisionError as exc:
@@ -169,7 +179,7 @@ def verify(home: Path, manifest: Manifest, cache_dir: Path | None = None) -> Pat
     if weights_sha256(folder) != manifest.weights_sha256:
         raise ReleaseError(f"release {manifest.name!r}: its weight files in {folder} do not match the manifest "
                            "(damaged or replaced); train it again or restore the folder")
-    base = base_path(manifest.base.spec, cache_dir)
+    base = base_path(manifest.base.spec, home, cache_dir)
     if manifest.kind == "lora" and weights_sha256(base) != manifest.base.sha256:
         raise ReleaseError(f"release {manifest.name!r} was trained on a base model with sha256 {manifest.base.sha256[:12]}, "
                            f"but {base} now has {weights_sha256(base)[:12]}: restore that base or train again")

@@ -83,14 +83,16 @@ def _last_checkpoint(work: Path) -> Path | None:
 
 
 def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: SftOptions, name: str, *, home: Path,
-              resume: bool = False, parent: str | None = None, cache_dir: Path | None = None,
+              resume: bool = False, cache_dir: Path | None = None,
               progress: bool = True, on_data: Callable[[sft_data.SftData], None] | None = None,
               callbacks: Sequence[Any] = ()) -> SftResult:
     """Train release ``name`` on the trajectories ``selection`` picks from ``store``.
 
-    Everything that can refuse (the name, an existing release, the base, the data) is checked
-    before the first step, and nothing stored is written until then. ``callbacks`` are
-    ``transformers.TrainerCallback`` objects the trainer calls as it goes."""
+    ``options.base`` may name a release (``release:NAME``): training goes on from it, and the
+    new release records it as its parent. Everything that can refuse (the name, an existing
+    release, the base, the data) is checked before the first step, and nothing stored is
+    written until then. ``callbacks`` are ``transformers.TrainerCallback`` objects the trainer
+    calls as it goes."""
     releases.check_name(name)
     final = releases.release_path(home, name)
     if final.exists():
@@ -101,7 +103,8 @@ def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: Sf
         raise TrainingError(f"nothing to resume: no checkpoint of {name!r} in {work}")
     if not resume and checkpoint is not None:
         raise TrainingError(f"{work} holds checkpoints of an unfinished run of {name!r}: add --resume to continue it")
-    base = releases.base_path(options.base, cache_dir)
+    base = releases.base_path(options.base, home, cache_dir)
+    parent = releases.parent_of(options.base)
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -11,7 +11,7 @@ import pytest
 from planner_runtime.planners.chat_template import IM_END
 from planner_runtime.planners.local import model_store
 from planner_runtime.training import data
-from tests.planner_runtime.training.conftest import GOOD, record
+from tests.planner_runtime.training.recorded import GOOD, record
 
 
 def _trained_text(tokenizer, seq: data.TrainingSequence) -> list[str]:  # noqa: ANN001

@@ -98,3 +98,13 @@ def test_a_stopped_run_resumes_from_its_checkpoint(episodes, store, tmp_path):
     assert (home / "releases" / "r" / "manifest.json").is_file()
     with pytest.raises(TrainingError, match="nothing to resume"):
         sft.train_sft(store, data.Selection(), options, "r2", home=home, progress=False, resume=True)
+
+
+def test_training_goes_on_from_a_release_and_records_it_as_the_parent(episodes, store, tmp_path):
+    home = tmp_path / "home"
+    sft.train_sft(store, data.Selection(), sft.SftOptions(max_steps=1, **TINY), "first", home=home, progress=False)
+    child = sft.train_sft(store, data.Selection(), sft.SftOptions(base="release:first", max_steps=1, **TINY), "second",
+                          home=home, progress=False)
+    assert child.manifest.parent == "first" and child.manifest.base.spec == "release:first"
+    assert child.manifest.base.sha256 == releases.weights_sha256(releases.model_dir(home, "first"))
+    assert releases.model_dir(home, "second").name == "second"  # its base (the merged parent) checks out
