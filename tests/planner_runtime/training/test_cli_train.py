@@ -37,6 +37,7 @@ def _digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # the model loads in four processes (train, export, show, run)
 def test_train_list_show_export_and_plan_with_the_release(episodes, store, tmp_path):
     home = tmp_path / "home"
     res = _cli("train", "sft", "--store", str(store.path), "--out", "alarm", "--max-steps", "2", "--rank", "2",
@@ -196,3 +197,16 @@ def test_a_release_is_promoted_only_with_approval_and_a_test_bench_at_least_as_g
     res = _cli("releases", "promote", name, "--bench", "tie", "--approve", "--by", "bo", "--store", str(store.path), home=home)
     assert res.returncode == 2 and "release 'r1' is already the default" in _one_line(res)
     assert json.loads((folder / "manifest.json").read_text()) == manifest
+
+
+def test_release_options_name_a_missing_release_or_a_mismatch_in_one_line(tmp_path):
+    home = tmp_path / "home"
+    res = _cli("run", "--task", "clock.set_alarm", "--virtual", "--planner", "local", "--release", "nope", home=home)
+    assert res.returncode == 2 and "no release 'nope'" in _one_line(res)
+    res = _cli("run", "Set an alarm", "--virtual", "--planner", "local", "--release", "nope", "--model", "embedded", home=home)
+    assert res.returncode == 2 and "--model and --release exclude each other" in _one_line(res)
+    res = _cli("bench", "--planner", "local", "--planner", "local", "--release", "a", "--split", "test", home=home)
+    assert res.returncode == 2 and "2 --planner local and 1 --release" in _one_line(res)
+    res = _cli("collect", "--planner", "local", "--release", "nope", "--task", "clock.set_alarm", "--store", str(tmp_path / "s.sqlite"), home=home)
+    assert res.returncode == 2 and "no release 'nope'" in _one_line(res)
+    assert not (home / "releases").exists() and not (tmp_path / "s.sqlite").exists()
