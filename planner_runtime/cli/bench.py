@@ -130,7 +130,7 @@ def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Pa
                release: list[str]):
     """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``
     and, when releases are given, the k-th ``local`` one the k-th ``--release``."""
-    from planner_runtime.cli.releases import model_option
+    from planner_runtime.cli.release_option import model_option
     from planner_runtime.runs.collection_spec import CollectionSpec
 
     local = sum(p == "local" for p in planner)

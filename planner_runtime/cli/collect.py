@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from planner_runtime.cli.releases import RELEASE_HELP, model_option
+from planner_runtime.cli.release_option import RELEASE_HELP, model_option
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail, make_planner, planner_timeout_option
 from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError, PlannerRuntimeError

@@ -178,7 +178,7 @@ def make_planner(backend: str, model: str | None, script: Path | None, timeout: 
     with nothing done, counted as finished."""
     from planner_runtime import planners
 
-    from planner_runtime.cli.releases import resolved_model
+    from planner_runtime.cli.release_option import resolved_model
 
     kwargs: dict = {}
     if backend == "local" and model:

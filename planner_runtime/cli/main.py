@@ -27,7 +27,8 @@ from planner_runtime.config import Settings, parse_host_port, unknown_variables
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
 from planner_runtime.cli.memory import memory_app, run_memory
 from planner_runtime.cli.phone import phone_app
-from planner_runtime.cli.releases import RELEASE_HELP, model_option, releases_app, resolved_model
+from planner_runtime.cli.release_option import RELEASE_HELP, model_option, resolved_model
+from planner_runtime.cli.releases import releases_app
 from planner_runtime.cli.replay import replay
 from planner_runtime.cli.tasks import skills_app, tasks_app
 from planner_runtime.cli.trajectories import trajectories_app

@@ -1,5 +1,5 @@
-"""``planner-agent releases list|show|promote|export``: the models training wrote, and the
-``--release NAME`` option every verb that chooses a planner takes."""
+"""``planner-agent releases list|show|promote|export``: the models training wrote (the
+``--release NAME`` option is :mod:`planner_runtime.cli.release_option`)."""
 
 from __future__ import annotations
 
@@ -14,28 +14,6 @@ from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 
 releases_app = typer.Typer(help="Trained planner releases: list, show, promote, export.", no_args_is_help=True)
-
-RELEASE_HELP = "For --planner local: a trained release by name (see `planner-agent releases list`; 'base': the untrained model)."
-
-
-def model_option(model: str | None, release: str | None) -> str | None:
-    """The ``--model`` a verb passes on: ``release:NAME`` for ``--release NAME`` (resolved when the
-    planner is made, so a collection records the release's name, not a cache folder)."""
-    from planner_runtime.training.promotion import model_of
-
-    if release is None:
-        return model
-    if model is not None:
-        raise fail("--model and --release exclude each other: give one")
-    return model_of(release)
-
-
-def resolved_model(model: str | None) -> str | None:
-    """``model`` with a release replaced by the folder the local planner loads (checked first)."""
-    from planner_runtime.training.releases import resolve_model
-
-    settings = Settings.from_env()
-    return resolve_model(model, settings.home, settings.cache_dir)
 
 
 @releases_app.command("list")

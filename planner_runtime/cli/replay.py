@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from planner_runtime.cli.releases import RELEASE_HELP, model_option
+from planner_runtime.cli.release_option import RELEASE_HELP, model_option
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail, make_planner, planner_timeout_option, print_step
 from planner_runtime.config import Settings, parse_host_port
 from planner_runtime.errors import PlannerRuntimeError
