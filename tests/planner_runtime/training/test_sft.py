@@ -108,3 +108,14 @@ def test_training_goes_on_from_a_release_and_records_it_as_the_parent(episodes, 
     assert child.manifest.parent == "first" and child.manifest.base.spec == "release:first"
     assert child.manifest.base.sha256 == releases.weights_sha256(releases.model_dir(home, "first"))
     assert releases.model_dir(home, "second").name == "second"  # its base (the merged parent) checks out
+
+
+def test_a_full_fine_tune_writes_whole_weights_the_planner_loads_as_they_are(episodes, store, tmp_path):
+    home = tmp_path / "home"
+    options = sft.SftOptions(lora=False, max_steps=1, max_length=64, lr=1e-3, threads=1)
+    result = sft.train_sft(store, data.Selection(), options, "full-1", home=home, progress=False)
+    assert result.manifest.kind == "full" and result.manifest.hyperparameters["lr"] == 1e-3
+    assert (result.path / "config.json").is_file() and not (result.path / "adapter_config.json").exists()
+    assert releases.model_dir(home, "full-1") == result.path
+    ids = list(range(100, 132))
+    assert (_logits(result.path, ids) - _logits(ensure_embedded_model(), ids)).abs().max() > 1e-4
