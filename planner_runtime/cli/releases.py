@@ -27,7 +27,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print the manif
         print(json.dumps([m.model_dump(mode="json") | {"default": m.name == default} for m in found]))
         return
     if not found:
-        console.print(f"no releases in {releases.releases_dir(home)} (train one with `planner-agent train sft`)", markup=False)
+        console.print(f"no releases in {releases.releases_dir(home)} (train one with `planner-agent train sft`)", markup=False, soft_wrap=True)
         return
     for m in found:
         mark = "*" if m.name == default else " "
