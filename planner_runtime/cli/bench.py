@@ -25,6 +25,7 @@ def bench(
     planner: Optional[list[str]] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model; repeat to bench several side by side."),
     script: Optional[list[Path]] = typer.Option(None, "--script", help="JSON {task id: [calls]} for each --planner scripted, in the same order."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
+    release: Optional[list[str]] = typer.Option(None, "--release", help="For each --planner local, in order: a trained release by name ('base': the untrained model)."),
     phones: int = typer.Option(4, "--phones", "-n", min=1, help="Episodes in parallel (and virtual phones, without --adb)."),
     repeats: int = typer.Option(1, "--repeats", "-k", min=1, help="Episodes per task and planner (repeat k draws random parameters with seed k)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="A bench id: run its unfinished items with what it was started with, then report."),
@@ -71,10 +72,11 @@ def bench(
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             if db is not None:
                 _no_work_options(suite=suite != "builtin", split=split != "all", task=task, planner=planner, script=script,
-                                 model=model, repeats=repeats != 1, max_steps=max_steps)
+                                 model=model, release=release, repeats=repeats != 1, max_steps=max_steps)
                 specs = _recorded(db, bench_id, path)
             else:
-                specs = _new_specs(suite, split, task, planner or [settings.planner], script or [], model, repeats, max_steps)
+                specs = _new_specs(suite, split, task, planner or [settings.planner], script or [], model, repeats, max_steps,
+                                   release or [])
             tasks = _tasks(specs[0])
             contenders = _contenders(bench_id, specs, planner_timeout)
             disposable = disposable_serials(settings)
@@ -124,9 +126,17 @@ def _no_work_options(**given: object) -> None:
         raise fail(f"--resume runs the bench as it was started: leave out --{named[0].replace('_', '-')}")
 
 
-def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Path], model, repeats: int, max_steps):  # noqa: ANN001, ANN202
-    """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``."""
+def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Path], model, repeats: int, max_steps,  # noqa: ANN001, ANN202
+               release: list[str]):
+    """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``
+    and, when releases are given, the k-th ``local`` one the k-th ``--release``."""
+    from planner_runtime.cli.release_option import model_option
     from planner_runtime.runs.collection_spec import CollectionSpec
+
+    local = sum(p == "local" for p in planner)
+    if release and len(release) != local:
+        raise fail(f"{local} --planner local and {len(release)} --release: give one --release per local planner, in order")
+    models = iter([model_option(model, r) for r in release] or [model] * local)
 
     scripted = sum(p == "scripted" for p in planner)
     if len(script) != scripted:
@@ -137,7 +147,7 @@ def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Pa
     scripts = iter(script)
     return [CollectionSpec.from_options(suite=suite_path, tasks=task, script=next(scripts) if p == "scripted" else None,
                                         split=None if split == "all" else split, repeat=repeats, planner=p,
-                                        model=model if p == "local" else None, max_steps=max_steps)
+                                        model=next(models) if p == "local" else None, max_steps=max_steps)
             for p in planner]
 
 
@@ -167,6 +177,8 @@ def _contenders(bench_id: str, specs, timeout: float | None):  # noqa: ANN001, A
     labels: list[str] = []
     for spec in specs:
         label = f"scripted:{Path(spec.script).stem}" if spec.planner == "scripted" and spec.script else spec.planner
+        if spec.planner == "local" and (spec.model or "").startswith("release:"):
+            label = f"local:{spec.model.removeprefix('release:')}"
         labels.append(label if label not in labels else f"{label} #{sum(lab.split(' #')[0] == label for lab in labels) + 1}")
     return [Contender(label=label, planner=spec.planner, collection=collection_of(bench_id, i), planner_for=_planners(spec, timeout))
             for i, (label, spec) in enumerate(zip(labels, specs))]

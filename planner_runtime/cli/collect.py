@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from planner_runtime.cli.release_option import RELEASE_HELP, model_option
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail, make_planner, planner_timeout_option
 from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
@@ -22,6 +23,7 @@ def collect(
     adb: Optional[list[str]] = typer.Option(None, "--adb", help="Use the phones of this adb server (repeat for several); needs --allow-reset."),
     planner: Optional[str] = typer.Option(None, "--planner", "-p", help="local, scripted, demo (each task's reference solution; repeat k draws random parameters with seed k) or openai://host:port/model."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
+    release: Optional[str] = typer.Option(None, "--release", help=RELEASE_HELP),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: JSON {task id: [calls]}."),
     repeat: Optional[int] = typer.Option(None, "--repeat", "-k", min=1, help="Episodes per task (default 1; on --resume it may grow)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="A collection id to continue with what it was started with (finished items are skipped)."),
@@ -59,7 +61,7 @@ def collect(
                            planner_timeout=planner_timeout)
     try:
         settings = Settings.from_env()
-        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model, script=script,
+        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model_option(model, release), script=script,
                        policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
                        temperature=temperature)
         path = store or settings.store_path

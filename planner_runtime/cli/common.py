@@ -180,6 +180,8 @@ def make_planner(backend: str, model: str | None, script: Path | None, timeout: 
     that has one."""
     from planner_runtime import planners
 
+    from planner_runtime.cli.release_option import resolved_model
+
     kwargs: dict = {}
     if backend == "demo":
         from planner_runtime.planners.demo import NEEDS_TASK
@@ -190,7 +192,7 @@ def make_planner(backend: str, model: str | None, script: Path | None, timeout: 
             raise ConfigError(f"--planner demo: task {task.id} has no demo (add one to its spec, see `planner-agent tasks demos`)")
         kwargs["calls"] = task.rendered_demo()
     if backend == "local" and model:
-        kwargs["model"] = model
+        kwargs["model"] = resolved_model(model)  # --release NAME: the release's checked model folder
     if backend == "scripted":
         if script is None:
             raise ConfigError('--planner scripted needs --script FILE, a JSON list of tool calls like [{"name": "finish", "arguments": {"answer": "done"}}]')

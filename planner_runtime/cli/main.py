@@ -28,16 +28,19 @@ from planner_runtime.config import Settings, parse_host_port, unknown_variables
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
 from planner_runtime.cli.memory import memory_app, run_memory
 from planner_runtime.cli.phone import phone_app
+from planner_runtime.cli.release_option import RELEASE_HELP, model_option, resolved_model
+from planner_runtime.cli.releases import releases_app
 from planner_runtime.cli.replay import replay
 from planner_runtime.cli.tasks import skills_app, tasks_app
 from planner_runtime.cli.trajectories import trajectories_app
+from planner_runtime.cli.train import train_app
 from planner_runtime.cli.viewer import view
 
 # Help text is shown as written: format hints such as [calls] or [send, call] are not Rich markup.
 app = typer.Typer(help="Android device-farm agent runtime: a frozen planner drives tool calls on phones.", no_args_is_help=True,
                   rich_markup_mode=None, epilog=EXIT_CODES_HELP)
 for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skills"), (export_app, "export"),
-                  (memory_app, "memory"), (trajectories_app, "trajectories")):
+                  (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases")):
     app.add_typer(sub, name=name)
 
 
@@ -81,6 +84,7 @@ def run(
         "(e.g. delete every alarm). Phones in PLANNER_AGENT_DISPOSABLE_SERIALS need no flag."),
     planner: Optional[str] = typer.Option(None, "--planner", "-p", help="Planner backend: local, scripted, demo (with --task: its reference solution), or openai://host:port/model (openai+https://... for TLS)."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: an HF model dir, .safetensors or .gguf file."),
+    release: Optional[str] = typer.Option(None, "--release", help=RELEASE_HELP),
     script: Optional[Path] = typer.Option(None, "--script", help='For --planner scripted: a JSON list of tool calls, [{"name": "open_app", "arguments": {"app": "Clock"}}, ...].'),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="For openai planners: seconds to wait for each reply (default 60)."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit."),
@@ -119,7 +123,7 @@ def run(
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         if store is not None and not store.parent.is_dir():
             raise fail(f"--store {store}: folder {store.parent} does not exist")
-        brain = make_planner(planner or settings.planner, model, script, timeout=planner_timeout, task=spec)
+        brain = make_planner(planner or settings.planner, model_option(model, release), script, timeout=planner_timeout, task=spec)
         host, port = parse_host_port(adb or settings.adb)
         gate, ask = safety_gate(policy), answerer(answers)
         if spec is not None and seeds_memory(spec) and profile is not None and not no_memory:
@@ -221,6 +225,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port of the OpenAI-compatible API (0: any free port)."),
     model: Optional[str] = typer.Option(None, "--model", help="An HF model dir, .safetensors or .gguf file (default: the embedded planner)."),
+    release: Optional[str] = typer.Option(None, "--release", help=RELEASE_HELP),
     name: Optional[str] = typer.Option(None, "--name", help="A model id clients may ask for besides `planner` (default: the model's label)."),
     max_batch: int = typer.Option(8, "--max-batch", min=1, help="Most requests decoded together."),
 ) -> None:
@@ -230,8 +235,8 @@ def serve(
     from planner_runtime.planners.local.planner import LocalPlanner
     from planner_runtime.serving.server import ALIAS, PlannerServer
 
-    server = PlannerServer(LocalPlanner(model), model_name=name, host=host, port=port, max_batch=max_batch)
     try:
+        server = PlannerServer(LocalPlanner(resolved_model(model_option(model, release))), model_name=name, host=host, port=port, max_batch=max_batch)
         with console.status("loading the planner model"):
             server.start()
     except PlannerRuntimeError as exc:

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from planner_runtime.cli.release_option import RELEASE_HELP, model_option
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail, make_planner, planner_timeout_option, print_step
 from planner_runtime.config import Settings, parse_host_port
 from planner_runtime.errors import PlannerRuntimeError
@@ -22,6 +23,7 @@ def replay(
     since: Optional[datetime] = typer.Option(None, "--since", help="With --failed: only those started at or after this date."),
     planner: Optional[str] = typer.Option(None, "--planner", "-p", help="With --from-step: the planner that takes over."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
+    release: Optional[str] = typer.Option(None, "--release", help=RELEASE_HELP),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: a JSON list of tool calls."),
     serial: Optional[str] = typer.Option(None, "--serial", "-s", help="Replay on this attached phone (needs --allow-reset)."),
     adb: Optional[str] = typer.Option(None, "--adb", help="adb server host:port to find phones on."),
@@ -57,7 +59,7 @@ def replay(
                 ids = [trajectory_id]
             else:
                 raise fail("give a trajectory id or --failed")
-            make = lambda: make_planner(planner or settings.planner, model, script, **planner_timeout_option(planner_timeout))  # noqa: E731
+            make = lambda: make_planner(planner or settings.planner, model_option(model, release), script, **planner_timeout_option(planner_timeout))  # noqa: E731
             brain = None if from_step is None else make()  # one that cannot be made is refused before any phone starts
             for traj_id in ids:
                 traj = db.get(traj_id)

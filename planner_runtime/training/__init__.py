@@ -1,0 +1,8 @@
+"""Training: choosing SFT data from the trajectory store, fine-tuning a causal LM on it with TRL,
+and the releases a run writes (:mod:`.data`, :mod:`.sft`, :mod:`.releases`)."""
+
+from planner_runtime.errors import PlannerRuntimeError
+
+
+class TrainingError(PlannerRuntimeError):
+    """Root of the training package's errors: bad data, a release that cannot be used as asked."""

@@ -1,0 +1,174 @@
+"""Supervised fine-tuning on stored trajectories with TRL's ``SFTTrainer``, written as a release.
+
+The data goes in pre-tokenized (:mod:`planner_runtime.training.data`): ``input_ids`` and
+``assistant_masks``, which TRL 1.16 folds into the labels (-100 where the mask is 0), so the
+trainer never applies a chat template of its own and cannot render differently from the planner.
+Sequences longer than ``max_length`` keep their end (the later turns, which hold most targets);
+that cut is made here, as TRL's own ``keep_end`` is deprecated.
+
+Checkpoints go to ``<home>/training/<name>/``; ``resume`` continues from the newest one. The
+release folder is written beside its final place and renamed in at the end, so an interrupted
+or failed run leaves no half release and never touches an existing one.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from planner_runtime.planners.local import model_store
+from planner_runtime.planners.local.threads import intra_op_threads, use_threads
+from planner_runtime.trajectories.store import TrajectoryStore
+from planner_runtime.training import TrainingError
+from planner_runtime.training import data as sft_data
+from planner_runtime.training import releases
+
+# fewer trained tokens than this is a mistake (a filter that matched almost nothing), not a run
+MIN_TRAINED_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class SftOptions:
+    """Hyperparameters of a run; recorded whole in the release's manifest."""
+
+    base: str = "embedded"
+    lora: bool = True
+    epochs: float = 3.0
+    lr: float | None = None  # None: 2e-4 for LoRA, 2e-5 for a full fine-tune
+    max_steps: int | None = None
+    max_length: int = 4096
+    batch_size: int = 1
+    grad_accum: int = 1
+    lora_rank: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    save_steps: int = 50
+    seed: int = 0
+    threads: int | None = None  # CPU threads; None: PLANNER_AGENT_THREADS, else every core this process may use
+
+    @property
+    def learning_rate(self) -> float:
+        return self.lr if self.lr is not None else (2e-4 if self.lora else 2e-5)
+
+    def recorded(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["lr"] = self.learning_rate
+        out.pop("threads")  # where it ran, not what was trained
+        return out
+
+
+@dataclass(frozen=True)
+class SftResult:
+    manifest: releases.Manifest
+    path: Path
+    steps: int
+    train_loss: float
+
+
+def _placement(torch: Any, threads: int | None) -> dict[str, Any]:
+    """TrainingArguments for the machine: CUDA with bf16 when present, else CPU on set threads."""
+    if torch.cuda.is_available():
+        return {"bf16": torch.cuda.is_bf16_supported(), "use_cpu": False}
+    # set deliberately: torch's default can oversubscribe a shared machine's cores
+    use_threads(torch, threads or intra_op_threads())
+    return {"use_cpu": True, "bf16": False}
+
+
+def _last_checkpoint(work: Path) -> Path | None:
+    found = [p for p in work.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
+
+
+def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: SftOptions, name: str, *, home: Path,
+              resume: bool = False, cache_dir: Path | None = None,
+              progress: bool = True, on_data: Callable[[sft_data.SftData], None] | None = None,
+              callbacks: Sequence[Any] = ()) -> SftResult:
+    """Train release ``name`` on the trajectories ``selection`` picks from ``store``.
+
+    ``options.base`` may name a release (``release:NAME``): training goes on from it, and the
+    new release records it as its parent. Everything that can refuse (the name, an existing
+    release, the base, the data) is checked before the first step, and nothing stored is
+    written until then. ``callbacks`` are ``transformers.TrainerCallback`` objects the trainer
+    calls as it goes."""
+    releases.check_name(name)
+    final = releases.release_path(home, name)
+    if final.exists():
+        raise TrainingError(f"release {name!r} already exists in {final.parent}: choose another --out")
+    work = home / "training" / name
+    checkpoint = _last_checkpoint(work) if work.is_dir() else None
+    if resume and checkpoint is None:
+        raise TrainingError(f"nothing to resume: no checkpoint of {name!r} in {work}")
+    if not resume and checkpoint is not None:
+        raise TrainingError(f"{work} holds checkpoints of an unfinished run of {name!r}: add --resume to continue it")
+    base = releases.base_path(options.base, home, cache_dir)
+    parent = releases.parent_of(options.base)
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    dataset = sft_data.build(sft_data.select(store, selection), tokenizer, min_trained_tokens=MIN_TRAINED_TOKENS)
+    if on_data is not None:
+        on_data(dataset)
+    placement = _placement(torch, options.threads)
+    with model_store.quiet_progress_bars():
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16 if placement["bf16"] else torch.float32)
+    trainer = _trainer(model, tokenizer, dataset, options, work, placement, progress, callbacks)
+    result = trainer.train(resume_from_checkpoint=str(checkpoint) if resume else None)
+    manifest = _write_release(trainer, tokenizer, dataset, selection, options, name, base, home, parent)
+    shutil.rmtree(work, ignore_errors=True)  # the release holds the result; checkpoints were for resuming
+    return SftResult(manifest=manifest, path=final, steps=result.global_step, train_loss=result.training_loss)
+
+
+def _trainer(model: Any, tokenizer: Any, dataset: sft_data.SftData, options: SftOptions, work: Path,
+             placement: dict[str, Any], progress: bool, callbacks: Sequence[Any] = ()) -> Any:
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    peft_config = None
+    if options.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=options.lora_rank, lora_alpha=options.lora_alpha, lora_dropout=options.lora_dropout,
+                                 target_modules="all-linear", task_type="CAUSAL_LM")
+    steps_per_epoch = math.ceil(len(dataset.sequences) / (options.batch_size * options.grad_accum))
+    args = SFTConfig(
+        output_dir=str(work), num_train_epochs=options.epochs, max_steps=options.max_steps or -1,
+        learning_rate=options.learning_rate, per_device_train_batch_size=options.batch_size,
+        gradient_accumulation_steps=options.grad_accum, max_length=None,
+        save_strategy="steps", save_steps=max(1, min(options.save_steps, steps_per_epoch)), save_total_limit=2,
+        logging_steps=1, report_to=[], seed=options.seed, disable_tqdm=not progress,
+        # a CPU run is slow enough without recomputing activations; memory is small at these lengths
+        gradient_checkpointing=False, dataloader_num_workers=0, **placement,
+    )
+    rows = Dataset.from_list(dataset.rows(options.max_length))
+    return SFTTrainer(model=model, args=args, train_dataset=rows, processing_class=tokenizer, peft_config=peft_config,
+                       callbacks=list(callbacks))
+
+
+def _write_release(trainer: Any, tokenizer: Any, dataset: sft_data.SftData, selection: sft_data.Selection,
+                   options: SftOptions, name: str, base: Path, home: Path, parent: str | None) -> releases.Manifest:
+    final = releases.release_path(home, name)
+    tmp = final.with_name(final.name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        trainer.model.save_pretrained(tmp)  # a PeftModel writes only its adapter
+        tokenizer.save_pretrained(tmp)
+        manifest = releases.Manifest(
+            name=name, kind="lora" if options.lora else "full",
+            base=releases.BaseModelRef(spec=options.base, name=base.name, sha256=releases.weights_sha256(base)),
+            weights_sha256=releases.weights_sha256(tmp),
+            data={"selection": selection.to_json(), "dataset_sha256": dataset.sha256(), "trajectories": dataset.trajectories,
+                  "sequences": len(dataset.sequences), "tokens": dataset.tokens, "trained_tokens": dataset.trained_tokens,
+                  "masked_turns": dataset.masked_turns},
+            hyperparameters=options.recorded(), rendering=releases.rendering_id(), parent=parent,
+        )
+        releases.write_manifest(tmp, manifest)
+        tmp.replace(final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return manifest

@@ -1,0 +1,121 @@
+"""Real TRL training steps on the embedded model: the labels the trainer sees, a LoRA release that
+changes the model's logits and loads back, and a stopped run that resumes from its checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from planner_runtime.planners.local.model_store import ensure_embedded_model
+from planner_runtime.training import TrainingError, data, releases, sft
+
+# a few steps at a short length: seconds on two cores
+TINY = dict(lora_rank=2, lora_alpha=4, max_length=64, lr=5e-3, save_steps=1, threads=1)
+
+
+def test_the_trainer_computes_loss_only_on_ok_assistant_tokens(episodes, store, tokenizer, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    built = data.build(data.select(store, data.Selection()), tokenizer)
+    (seq,) = built.sequences
+    options = sft.SftOptions(max_steps=1, **TINY)
+    model = AutoModelForCausalLM.from_pretrained(ensure_embedded_model())
+    trainer = sft._trainer(model, tokenizer, built, options, tmp_path / "work", {"use_cpu": True}, progress=False)
+    seen = trainer.train_dataset[0]
+    labels = seen["labels"]
+    # truncated from the start, so the last turns (the targets) are what is kept
+    assert list(seen["input_ids"]) == list(seq.input_ids[-64:])
+    assert labels == [t if m else -100 for t, m in zip(seq.input_ids[-64:], seq.assistant_masks[-64:])]
+    kept = [t for t in labels if t != -100]
+    assert 0 < len(kept) < len(labels) / 2
+    assert tokenizer.decode(kept).startswith("<tool_call>") and '"hour": "7"' not in tokenizer.decode(kept)
+    assert trainer.train().training_loss > 0
+
+
+def _logits(path, ids):  # noqa: ANN001, ANN202
+    from transformers import AutoModelForCausalLM
+
+    with torch.no_grad():
+        return AutoModelForCausalLM.from_pretrained(path)(torch.tensor([ids])).logits
+
+
+def test_a_lora_release_changes_the_logits_and_loads_back_as_a_model(episodes, store, tokenizer, tmp_path):
+    home = tmp_path / "home"
+    result = sft.train_sft(store, data.Selection(), sft.SftOptions(max_steps=3, **TINY), "alarm-1", home=home,
+                           progress=False)
+    assert result.steps == 3 and result.path == home / "releases" / "alarm-1"
+    files = {p.name for p in result.path.iterdir()}
+    assert {"adapter_model.safetensors", "adapter_config.json", "manifest.json", "tokenizer.json"} <= files
+    assert not (home / "training" / "alarm-1").exists()  # checkpoints go once the release is written
+    manifest = json.loads((result.path / "manifest.json").read_text())
+    base = ensure_embedded_model()
+    assert manifest["kind"] == "lora" and manifest["base"]["sha256"] == releases.weights_sha256(base)
+    assert manifest["data"]["trajectories"] == 1 and manifest["data"]["selection"]["success"] is True
+    assert manifest["hyperparameters"]["lora_rank"] == 2 and manifest["rendering"] == releases.rendering_id()
+    assert manifest["bench"] == [] and manifest["approval"] is None and manifest["parent"] is None
+
+    merged = releases.model_dir(home, "alarm-1")
+    assert merged.name == "alarm-1"
+    ids = tokenizer(data.full_text(episodes[0]), add_special_tokens=False).input_ids[-64:]
+    before, after = _logits(base, ids), _logits(merged, ids)
+    assert (after - before).abs().max() > 1e-3
+    with pytest.raises(TrainingError, match="already exists"):
+        sft.train_sft(store, data.Selection(), sft.SftOptions(max_steps=1, **TINY), "alarm-1", home=home, progress=False)
+
+
+class _StopAt:
+    """Stops a run after ``step`` (Ctrl-C), and notes the first step a run takes."""
+
+    def __init__(self, step: int | None) -> None:
+        self.step, self.first = step, None
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - every other TrainerCallback event does nothing
+        return lambda *args, **kwargs: None
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
+        self.first = self.first or state.global_step
+        if state.global_step == self.step:
+            raise KeyboardInterrupt
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint(episodes, store, tmp_path):
+    from transformers import TrainerCallback
+
+    class Stop(_StopAt, TrainerCallback):
+        pass
+
+    home, options = tmp_path / "home", sft.SftOptions(max_steps=3, **TINY)
+    with pytest.raises(KeyboardInterrupt):
+        sft.train_sft(store, data.Selection(), options, "r", home=home, progress=False, callbacks=[Stop(2)])
+    assert (home / "training" / "r" / "checkpoint-1").is_dir() and not (home / "releases" / "r").exists()
+    with pytest.raises(TrainingError, match="add --resume"):
+        sft.train_sft(store, data.Selection(), options, "r", home=home, progress=False)
+    watch = Stop(None)
+    result = sft.train_sft(store, data.Selection(), options, "r", home=home, progress=False, resume=True, callbacks=[watch])
+    assert watch.first == 2 and result.steps == 3  # it went on from step 1's checkpoint, not from the start
+    assert (home / "releases" / "r" / "manifest.json").is_file()
+    with pytest.raises(TrainingError, match="nothing to resume"):
+        sft.train_sft(store, data.Selection(), options, "r2", home=home, progress=False, resume=True)
+
+
+def test_training_goes_on_from_a_release_and_records_it_as_the_parent(episodes, store, tmp_path):
+    home = tmp_path / "home"
+    sft.train_sft(store, data.Selection(), sft.SftOptions(max_steps=1, **TINY), "first", home=home, progress=False)
+    child = sft.train_sft(store, data.Selection(), sft.SftOptions(base="release:first", max_steps=1, **TINY), "second",
+                          home=home, progress=False)
+    assert child.manifest.parent == "first" and child.manifest.base.spec == "release:first"
+    assert child.manifest.base.sha256 == releases.weights_sha256(releases.model_dir(home, "first"))
+    assert releases.model_dir(home, "second").name == "second"  # its base (the merged parent) checks out
+
+
+def test_a_full_fine_tune_writes_whole_weights_the_planner_loads_as_they_are(episodes, store, tmp_path):
+    home = tmp_path / "home"
+    options = sft.SftOptions(lora=False, max_steps=1, max_length=64, lr=1e-3, threads=1)
+    result = sft.train_sft(store, data.Selection(), options, "full-1", home=home, progress=False)
+    assert result.manifest.kind == "full" and result.manifest.hyperparameters["lr"] == 1e-3
+    assert (result.path / "config.json").is_file() and not (result.path / "adapter_config.json").exists()
+    assert releases.model_dir(home, "full-1") == result.path
+    ids = list(range(100, 132))
+    assert (_logits(result.path, ids) - _logits(ensure_embedded_model(), ids)).abs().max() > 1e-4
