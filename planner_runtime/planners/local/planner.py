@@ -173,6 +173,12 @@ class LocalPlanner:
         """The exact prompt text the model sees for this turn, prefill included."""
         return render_chat(messages, tools, prefill=self._prefill(tools))
 
+    def encode(self, messages: Sequence[Message], tools: Sequence[ToolSpec], max_new_tokens: int) -> tuple[list[int], str, list[int]]:
+        """The ids the model reads for this turn: ``(prompt_ids, prefill, prefill_ids)`` — what
+        training data built from a trajectory must equal, token for token."""
+        encoded = self.decoding.encode(messages, tools, self._prefill(tools), max_new_tokens)
+        return encoded.prompt_ids, encoded.prefill, encoded.prefill_ids
+
     def _prefill(self, tools: Sequence[ToolSpec]) -> str:
         return TOOL_CALL_PREFILL if tools and self.prefill_tool_call else ""
 
