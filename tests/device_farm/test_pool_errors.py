@@ -27,7 +27,8 @@ def test_every_device_error_maps_to_a_feedback_code():
             importlib.import_module(info.name)
         except ImportError:  # an optional backend whose client is not installed
             continue
-    classes = _all_subclasses(DeviceError) | {DeviceError}
+    # the device layer's own classes: tests elsewhere define backends' codes the contract lacks
+    classes = {c for c in _all_subclasses(DeviceError) | {DeviceError} if c.__module__.startswith("device_farm.")}
     assert len(classes) >= 10
     unmapped = {c.__qualname__: c.code for c in classes if c.code not in ErrorCode.__members__}
     assert unmapped == {}
