@@ -99,13 +99,15 @@ def test_a_decoding_request_whose_client_left_leaves_the_batch(server, client):
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         assert wait_for(lambda: decoder.live == 1, 120)
-    assert wait_for(lambda: decoder.live == 0, 5)  # its 1500 tokens would take minutes
+    # its 1500 tokens would take minutes; the engine counts the cancellation just after the row
+    # leaves the batch, so both are waited for
+    assert wait_for(lambda: decoder.live == 0 and engine.cancelled == 1, 5)
     cancelled = engine.cancelled
     # A stream read to its first chunk, then dropped, is cancelled as well.
     with client.chat.completions.create(model="smol", messages=STORY, max_tokens=1500, stream=True) as stream:
         assert next(iter(stream)).choices[0].delta.role == "assistant"
         assert wait_for(lambda: decoder.live == 1, 120)
-    assert wait_for(lambda: decoder.live == 0, 5) and engine.cancelled == cancelled + 1
+    assert wait_for(lambda: decoder.live == 0 and engine.cancelled == cancelled + 1, 5)
     started = time.monotonic()
     reply = client.chat.completions.create(model="smol", messages=STORY, max_tokens=4)
     assert reply.choices[0].finish_reason == "length" and time.monotonic() - started < 60
