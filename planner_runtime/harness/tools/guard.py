@@ -100,9 +100,6 @@ class GuardedDevice:
     def screenshot(self) -> bytes:
         return self.inner.screenshot()
 
-    def push(self, data: Payload, remote: str, mode: int = 0o644) -> None:
-        self.inner.push(data, remote, mode)  # no tool pushes files; task setup and checks do
-
     def click(self, x: int, y: int) -> None:
         self._touch(x, y)
         self.inner.click(x, y)
@@ -126,7 +123,7 @@ class GuardedDevice:
             self._check(command_effect(["input", "keyevent", "CALL"]))
         self.inner.press(key)
 
-    def push(self, data: bytes, path: str, mode: int = 0o644) -> None:
+    def push(self, data: Payload, path: str, mode: int = 0o644) -> None:
         if self._scopes:
             self._check(push_effect(path, lambda: self.inner.shell(["ls", "-d", path]).ok))
         self.inner.push(data, path, mode)
