@@ -1,8 +1,9 @@
-"""Fixtures for runtime tests: a connected AdbDevice on a fresh virtual phone, a store file, and a
-phone adb lists as unauthorized."""
+"""Fixtures for runtime tests: a connected AdbDevice on a fresh virtual phone, a store file, a
+phone adb lists as unauthorized, and the embedded local planner (for its encode path)."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from device_farm.adb.device import AdbDevice
 from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
 from planner_runtime.contract import DeviceRef
+from planner_runtime.planners.local import model_store
 from planner_runtime.trajectories.store import TrajectoryStore
 
 
@@ -47,3 +49,15 @@ def unauthorized_phone():
             time.sleep(0.05)
         assert [d.state for d in server.client.list()] == ["unauthorized"]
         yield phone.address, f"{server.host}:{server.port}"
+
+
+@pytest.fixture(scope="module")
+def local_planner():
+    """The local planner with the embedded model, for its own encode path (the tokenizer is what matters)."""
+    if not (model_store.packaged_gguf() or os.environ.get(model_store.ENV_GGUF)):
+        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
+    from planner_runtime.planners.local.planner import LocalPlanner
+
+    planner = LocalPlanner(max_new_tokens=24).load()
+    yield planner
+    planner.close()

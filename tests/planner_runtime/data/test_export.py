@@ -4,14 +4,12 @@ and TRL's SFTTrainer trains on the file as written."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from planner_runtime.contract import DeviceRef, Feedback, FeedbackStatus, Message, Role, Source, Step, ToolCall, Trajectory
 from planner_runtime.data.export import export_sft, sft_rows
 from planner_runtime.planners.chat_template import IM_END, render_chat, render_conversation
-from planner_runtime.planners.local import model_store
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import builtin_suite
@@ -55,18 +53,6 @@ def test_only_ok_turns_of_verified_successes_become_completions(exported):
     assert "<tools>" in prompt[0]["content"] and "set_alarm" in prompt[0]["content"]
     # the whole input of the turn, not only what it added: the harness's system prompt and the goal first
     assert prompt[0]["content"].startswith("You are an assistant that operates") and TASK.rendered_goal() in prompt[1]["content"]
-
-
-@pytest.fixture(scope="module")
-def local_planner():
-    """The local planner with the embedded model, for its own encode path (the tokenizer is what matters)."""
-    if not (model_store.packaged_gguf() or os.environ.get(model_store.ENV_GGUF)):
-        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
-    from planner_runtime.planners.local.planner import LocalPlanner
-
-    planner = LocalPlanner(max_new_tokens=24).load()
-    yield planner
-    planner.close()
 
 
 def test_every_row_tokenizes_to_exactly_what_the_local_planner_read_and_would_write(exported, local_planner):

@@ -3,13 +3,11 @@ and wrote, with loss only on assistant turns whose feedback was ok; the store's 
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from planner_runtime.planners.chat_template import IM_END
-from planner_runtime.planners.local import model_store
 from planner_runtime.training import data
 from tests.planner_runtime.training.recorded import GOOD, record
 
@@ -43,17 +41,6 @@ def test_a_trajectory_is_one_sequence_and_only_its_ok_assistant_turns_train(epis
     context = tokenizer.decode(seq.input_ids[:first_target])
     assert '"hour": "7"' in context and "invalid_arguments" in context
     assert sum(seq.assistant_masks) < len(seq.input_ids) / 10
-
-
-@pytest.fixture(scope="module")
-def local_planner():
-    if not (model_store.packaged_gguf() or os.environ.get(model_store.ENV_GGUF)):
-        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
-    from planner_runtime.planners.local.planner import LocalPlanner
-
-    planner = LocalPlanner(max_new_tokens=24).load()
-    yield planner
-    planner.close()
 
 
 def test_the_sequence_holds_each_turn_exactly_as_the_local_planner_fed_and_wrote_it(episodes, local_planner):
