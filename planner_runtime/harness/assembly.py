@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable, Collection, Sequence
+from typing import Any, Callable, Collection, Sequence
 
-from planner_runtime.harness.episode import SYSTEM_PROMPT, EpisodeLimits
+from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
 from planner_runtime.harness.memory.episodes import episode_context
 from planner_runtime.harness.memory.search import MemoryStore
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
@@ -58,6 +58,11 @@ class EpisodePlan:
     system_prompt: str
     limits: EpisodeLimits
     skills: tuple[Skill, ...] = ()  # the skills chosen for the goal (their text is in the prompt)
+
+    def episode(self, **run: Any) -> Episode:
+        """The episode that runs this plan; ``run`` says who runs it and where (planner, ctx,
+        store, identity) and any loop options (sampling, on_step, trajectory_id, prefix, history)."""
+        return Episode(goal=self.goal, tools=self.tools, system_prompt=self.system_prompt, limits=self.limits, **run)
 
 
 def system_prompt(role: EpisodeRole, chosen: Sequence[Skill], known: str = "") -> str:

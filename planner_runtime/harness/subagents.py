@@ -21,7 +21,7 @@ from pydantic import Field
 from device_farm.errors import DeviceOffline
 from planner_runtime.contract import ErrorCode, Step, TrajectoryStatus
 from planner_runtime.harness.assembly import plan_subagent, subagent_limits
-from planner_runtime.harness.episode import Episode, EpisodeLimits
+from planner_runtime.harness.episode import EpisodeLimits
 from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.harness.skills import Skill
 from planner_runtime.harness.toolbox import DELEGATE_TOOL, with_skills
@@ -90,16 +90,12 @@ class Delegate(Tool):
         lin = self.lineage
         limits = subagent_limits(lin.limits, budget=args.budget, tokens_left=self._tokens_left())
         plan = plan_subagent(args.goal, ctx, parent_tools=self.pool, named=args.tools, limits=limits, skills=lin.skills)
-        child = Episode(
-            goal=plan.goal,
+        child = plan.episode(
             planner=lin.planner,
-            tools=plan.tools,
             ctx=ToolContext(device=ctx.device, gate=ctx.gate, screen_chars=ctx.screen_chars),
             store=lin.store,
             identity=lin.identity.child(lin.parent_id),
-            limits=plan.limits,
             sampling=lin.sampling,
-            system_prompt=plan.system_prompt,
             on_step=lin.on_step,
         ).run()
         if child.status is TrajectoryStatus.infra_error:

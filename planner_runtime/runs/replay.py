@@ -21,7 +21,6 @@ from device_farm import Device
 from planner_runtime.contract import ErrorCode, Feedback, Step, Trajectory, Verdict
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.assembly import EpisodePlan, plan_replan, replan_limits
-from planner_runtime.harness.episode import Episode
 from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.tools import ToolContext, ToolSet
@@ -133,19 +132,8 @@ def replan(
             f"cannot rebuild the state of step {from_step}: step {divergence.step} replayed differently "
             f"({divergence.what}: recorded {divergence.recorded!r}, now {divergence.replayed!r})"
         )
-    episode = Episode(
-        goal=plan.goal,
-        planner=planner,
-        tools=plan.tools,
-        ctx=ctx,
-        system_prompt=plan.system_prompt,
-        store=store,
-        identity=identity.for_task(trajectory.task_id),
-        limits=plan.limits,
-        on_step=on_step,
-        prefix=trajectory.steps[:from_step],
-        history=trajectory.messages_at(from_step),
-    )
+    episode = plan.episode(planner=planner, ctx=ctx, store=store, identity=identity.for_task(trajectory.task_id), on_step=on_step,
+                           prefix=trajectory.steps[:from_step], history=trajectory.messages_at(from_step))
     result = episode.run()
     if task is not None:
         store.set_verdict(result.id, verify(task, device, result))

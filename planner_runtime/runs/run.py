@@ -27,7 +27,6 @@ from device_farm.health import not_ready_reason
 from planner_runtime.contract import DeviceRef, Source, Step, Trajectory, new_id
 from planner_runtime.errors import ConfigError
 from planner_runtime.harness.assembly import plan_run, run_limits
-from planner_runtime.harness.episode import Episode
 from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.harness.memory.episodes import MemoryStore, record_episode, scratch_store
 from planner_runtime.harness.safety import SafetyGate
@@ -206,18 +205,7 @@ def run_goal(
         ctx = ToolContext(device=device, gate=gate or SafetyGate())
         plan = plan_run(goal, ctx, limits=limits, trajectory_id=trajectory_id, memory=memory, user=chain(scripted, ask),
                         delegate=lambda tools: Delegate(tools, lineage))
-        episode = Episode(
-            goal=plan.goal,
-            planner=planner,
-            tools=plan.tools,
-            ctx=ctx,
-            system_prompt=plan.system_prompt,
-            store=store,
-            identity=identity,
-            limits=plan.limits,
-            on_step=on_step,
-            trajectory_id=trajectory_id,
-        )
+        episode = plan.episode(planner=planner, ctx=ctx, store=store, identity=identity, on_step=on_step, trajectory_id=trajectory_id)
         trajectory = episode.run()
         if task is not None:
             verdict = verify(task, device, trajectory)
