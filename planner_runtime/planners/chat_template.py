@@ -14,11 +14,13 @@ input therefore cannot drift from what the model saw: both go through :func:`cha
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
 from planner_runtime.contract import Message, Role, ToolSpec
-from planner_runtime.planners.toolcalls import OPEN, render_tools
+from planner_runtime.planners.renderings import DEFAULT, ID_PREFIX, UnknownRendering, tools_block
+from planner_runtime.planners.toolcalls import OPEN
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 DEFAULT_SYSTEM = "You are a helpful assistant that operates an Android phone by calling tools."
@@ -42,21 +44,22 @@ class ChatTurn:
         return f"{IM_START}{self.role}\n{self.content}{IM_END}\n"
 
 
-def system_with_tools(system: str, tools: Sequence[ToolSpec]) -> str:
-    """The system turn's text: the harness's system prompt followed by the tool signatures."""
-    return f"{system}\n\n# Tools\n\n{render_tools(tools)}" if tools else system
+def system_with_tools(system: str, tools: Sequence[ToolSpec], rendering: str = DEFAULT) -> str:
+    """The system turn's text: the harness's system prompt followed by the tool signatures,
+    written the way ``rendering`` writes them (:mod:`~planner_runtime.planners.renderings`)."""
+    return f"{system}\n\n# Tools\n\n{tools_block(tools, rendering)}" if tools else system
 
 
 def _response(msg: Message) -> str:
     return f"<tool_response>\n{msg.content}\n</tool_response>"
 
 
-def chat_turns(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[ChatTurn]:
+def chat_turns(messages: Sequence[Message], tools: Sequence[ToolSpec], rendering: str = DEFAULT) -> list[ChatTurn]:
     """``messages`` as the turns the model reads: the system prompt (or a default one) with the
     tool signatures first, and each run of consecutive tool results folded into one user turn."""
     rest = list(messages)
     system = rest.pop(0).content if rest and rest[0].role == Role.system else DEFAULT_SYSTEM
-    turns = [ChatTurn("system", system_with_tools(system, tools))]
+    turns = [ChatTurn("system", system_with_tools(system, tools, rendering))]
     run: list[str] = []  # the current run of tool results, flushed as one user turn
     for msg in rest:
         if msg.role == Role.tool:
@@ -71,12 +74,35 @@ def chat_turns(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[C
     return turns
 
 
-def render_chat(messages: Sequence[Message], tools: Sequence[ToolSpec], *, prefill: str = "") -> str:
+def render_chat(messages: Sequence[Message], tools: Sequence[ToolSpec], *, prefill: str = "",
+                rendering: str = DEFAULT) -> str:
     """The prompt text for ``messages``, ending with an open assistant turn and ``prefill``."""
-    return "".join(turn.render() for turn in chat_turns(messages, tools)) + f"{IM_START}assistant\n{prefill}"
+    return "".join(turn.render() for turn in chat_turns(messages, tools, rendering)) + f"{IM_START}assistant\n{prefill}"
 
 
-def render_conversation(messages: Sequence[Message], tools: Sequence[ToolSpec], completion: str) -> str:
+def render_conversation(messages: Sequence[Message], tools: Sequence[ToolSpec], completion: str,
+                        rendering: str = DEFAULT) -> str:
     """The whole training text of one turn: the prompt, then ``completion`` (the assistant's raw
     output, a prefill included) closed as a turn; what a chat template renders for an SFT row."""
-    return render_chat(messages, tools) + completion + f"{IM_END}\n"
+    return render_chat(messages, tools, rendering=rendering) + completion + f"{IM_END}\n"
+
+
+def rendering_id(rendering: str = DEFAULT) -> str:
+    """A rendering's identity in a release manifest: ``<prefix>:<digest>``, the digest taken over
+    a fixed conversation rendered by it, so any change to how turns, tools or tool responses are
+    written changes the id (and a release trained on the old text is refused, not misread)."""
+    tool = ToolSpec(name="probe", description="A probe.", parameters={"type": "object", "properties": {"x": {"type": "integer"}}})
+    messages = (Message(role=Role.system, content="S"), Message(role=Role.user, content="U"),
+                Message(role=Role.assistant, content="A"), Message(role=Role.tool, content="T", tool_call_id="c"))
+    text = render_conversation(messages, (tool,), "C", rendering)
+    return f"{ID_PREFIX[rendering]}:" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def rendering_of(identity: str) -> str:
+    """The rendering a manifest's ``rendering`` id names; :class:`UnknownRendering` for one this
+    version cannot write exactly (another version's text)."""
+    for name in ID_PREFIX:
+        if rendering_id(name) == identity:
+            return name
+    known = ", ".join(rendering_id(name) for name in ID_PREFIX)
+    raise UnknownRendering(f"prompt rendering {identity!r} is not one this version writes ({known})")

@@ -1,8 +1,8 @@
 """SFT data: which stored trajectories train, and each one as a single tokenized multi-turn sequence.
 
 A trajectory becomes ONE sequence: every turn as the local planner renders it
-(:func:`~planner_runtime.planners.chat_template.chat_turns`, the one rendering), tokenized turn by
-turn. ChatML's ``<|im_start|>``/``<|im_end|>`` are special tokens the tokenizer splits on first, so
+(:func:`~planner_runtime.planners.chat_template.chat_turns`, the one rendering, with the tools
+written the way the release will be told to write them), tokenized turn by turn. ChatML's ``<|im_start|>``/``<|im_end|>`` are special tokens the tokenizer splits on first, so
 tokenizing turn by turn gives the same ids as tokenizing the whole text, which is what the planner
 does with each step's prompt: the sequence up to an assistant turn's header is, token for token,
 that step's model input. The mask (``assistant_masks``, which TRL's ``SFTTrainer`` turns into
@@ -24,6 +24,7 @@ from typing import Any, Iterable, Sequence
 
 from planner_runtime.contract import FeedbackStatus, Step, Trajectory
 from planner_runtime.planners.chat_template import IM_END, IM_START, ChatTurn, chat_turns, render_conversation
+from planner_runtime.planners.renderings import DEFAULT
 from planner_runtime.tasks.spec import builtin_suite
 from planner_runtime.trajectories.store import TrajectoryStore
 from planner_runtime.training import TrainingError
@@ -107,9 +108,9 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False).input_ids
 
 
-def sequences(trajectory: Trajectory, tokenizer: Any) -> list[TrainingSequence]:
-    """``trajectory`` as training sequences (one, unless a step's input was rewritten); a
-    sequence with no trained turn is left out."""
+def sequences(trajectory: Trajectory, tokenizer: Any, rendering: str = DEFAULT) -> list[TrainingSequence]:
+    """``trajectory`` as training sequences (one, unless a step's input was rewritten), its tools
+    written the way ``rendering`` writes them; a sequence with no trained turn is left out."""
     out: list[TrainingSequence] = []
     turns: list[ChatTurn] = []  # the current sequence's turns so far, assistant turns included
     ids: list[int] = []
@@ -120,7 +121,7 @@ def sequences(trajectory: Trajectory, tokenizer: Any) -> list[TrainingSequence]:
             out.append(TrainingSequence(trajectory.id, tuple(ids), tuple(mask)))
 
     for i, step in enumerate(trajectory.steps):
-        prompt = chat_turns(trajectory.messages_at(i), trajectory.tools)
+        prompt = chat_turns(trajectory.messages_at(i), trajectory.tools, rendering)
         if prompt[: len(turns)] != turns:
             flush()
             turns, ids, mask = [], [], []
@@ -136,10 +137,10 @@ def sequences(trajectory: Trajectory, tokenizer: Any) -> list[TrainingSequence]:
     return out
 
 
-def full_text(trajectory: Trajectory) -> str:
+def full_text(trajectory: Trajectory, rendering: str = DEFAULT) -> str:
     """The whole text of a single-sequence trajectory: its last step's conversation."""
     last = len(trajectory.steps) - 1
-    return render_conversation(trajectory.messages_at(last), trajectory.tools, trajectory.steps[last].raw_output)
+    return render_conversation(trajectory.messages_at(last), trajectory.tools, trajectory.steps[last].raw_output, rendering)
 
 
 @dataclass(frozen=True)
@@ -172,10 +173,11 @@ class SftData:
         return [{"input_ids": list(s.input_ids[cut]), "assistant_masks": list(s.assistant_masks[cut])} for s in self.sequences]
 
 
-def build(trajectories: Iterable[Trajectory], tokenizer: Any, *, min_trained_tokens: int = 1) -> SftData:
+def build(trajectories: Iterable[Trajectory], tokenizer: Any, *, min_trained_tokens: int = 1,
+          rendering: str = DEFAULT) -> SftData:
     """Tokenize ``trajectories``; :class:`NoData` when nothing (or too little) would train."""
     chosen: Sequence[Trajectory] = list(trajectories)
-    seqs = tuple(s for t in chosen for s in sequences(t, tokenizer))
+    seqs = tuple(s for t in chosen for s in sequences(t, tokenizer, rendering))
     data = SftData(sequences=seqs, trajectories=len({s.trajectory_id for s in seqs}),
                     masked_turns=sum(not trained(step) for t in chosen for step in t.steps))
     if not seqs:

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner_runtime.contract import Message, Role, ToolSpec
 from planner_runtime.errors import ModelProvisionError
-from planner_runtime.planners.chat_template import render_conversation
+from planner_runtime.planners.chat_template import rendering_of
 from planner_runtime.planners.local import model_store
+from planner_runtime.planners.renderings import RENDERING_FILE, UnknownRendering
 from planner_runtime.training import TrainingError
 
 FORMAT_VERSION = 1
@@ -101,16 +101,6 @@ def weights_sha256(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def rendering_id() -> str:
-    """The prompt rendering's identity: a digest of a fixed conversation rendered by it, so any
-    change to how turns, tools or tool responses are written changes the id."""
-    tool = ToolSpec(name="probe", description="A probe.", parameters={"type": "object", "properties": {"x": {"type": "integer"}}})
-    messages = (Message(role=Role.system, content="S"), Message(role=Role.user, content="U"),
-                Message(role=Role.assistant, content="A"), Message(role=Role.tool, content="T", tool_call_id="c"))
-    text = render_conversation(messages, (tool,), "C")
-    return "chatml-tools:" + hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
 def parent_of(spec: str) -> str | None:
     """The release a base spec names (``release:NAME``: training goes on from it), else ``None``."""
     return spec.removeprefix("release:") if spec.startswith("release:") and spec != "release:" + BASE else None
@@ -179,11 +169,21 @@ def verify(home: Path, manifest: Manifest, cache_dir: Path | None = None) -> Pat
     if weights_sha256(folder) != manifest.weights_sha256:
         raise ReleaseError(f"release {manifest.name!r}: its weight files in {folder} do not match the manifest "
                            "(damaged or replaced); train it again or restore the folder")
+    rendering(manifest)
     base = base_path(manifest.base.spec, home, cache_dir)
     if manifest.kind == "lora" and weights_sha256(base) != manifest.base.sha256:
         raise ReleaseError(f"release {manifest.name!r} was trained on a base model with sha256 {manifest.base.sha256[:12]}, "
                            f"but {base} now has {weights_sha256(base)[:12]}: restore that base or train again")
     return base
+
+
+def rendering(manifest: Manifest) -> str:
+    """The prompt rendering the release was trained on; a :class:`ReleaseError` for one this
+    version cannot write token for token."""
+    try:
+        return rendering_of(manifest.rendering)
+    except UnknownRendering as exc:
+        raise ReleaseError(f"release {manifest.name!r}: {exc}; use the planner-agent version that trained it") from None
 
 
 def default_release(home: Path) -> str | None:
@@ -233,6 +233,9 @@ def model_dir(home: Path, name: str, cache_dir: Path | None = None) -> Path:
     merged = folder / ".merged" / name  # named after the release: the planner labels its trajectories so
     if not model_store.is_model_dir(merged):
         _merge(base, folder, merged)
+    marker = merged / RENDERING_FILE  # the planner loading this folder renders as the release was trained
+    if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != rendering(manifest):
+        marker.write_text(rendering(manifest) + "\n", encoding="utf-8")
     return merged
 
 

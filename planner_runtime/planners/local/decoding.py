@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from planner_runtime.contract import Message, ToolSpec, TurnTokens, Usage
 from planner_runtime.planners import PlannerContextExceeded, PlannerOutput, Sampling
 from planner_runtime.planners.chat_template import IM_END, render_chat
+from planner_runtime.planners.renderings import DEFAULT
 from planner_runtime.planners.local.grammar import GrammarError, ToolCallGrammars, reaches_cap
 from planner_runtime.planners.toolcalls import CLOSE, parse_tool_calls
 
@@ -57,8 +58,9 @@ class Decoding:
     names the token ids in the records (the model's release).
     """
 
-    def __init__(self, tokenizer: Any, *, context: int | None, vocabulary: str) -> None:
+    def __init__(self, tokenizer: Any, *, context: int | None, vocabulary: str, rendering: str = DEFAULT) -> None:
         self.tokenizer = tokenizer
+        self.rendering = rendering  # how prompts write the tools: the model's own (renderings.py)
         self.context = context
         self.vocabulary = vocabulary
         self.grammars = ToolCallGrammars(tokenizer)
@@ -69,7 +71,7 @@ class Decoding:
     def encode(self, messages: Sequence[Message], tools: Sequence[ToolSpec], prefill: str, max_new_tokens: int) -> Encoded:
         """The chat's ids; a :class:`PlannerContextExceeded` when they and ``max_new_tokens``
         exceed the model's context."""
-        prompt_ids = self.tokenizer(render_chat(messages, tools), add_special_tokens=False).input_ids
+        prompt_ids = self.tokenizer(render_chat(messages, tools, rendering=self.rendering), add_special_tokens=False).input_ids
         prefill_ids = self.tokenizer(prefill, add_special_tokens=False).input_ids if prefill else []
         total = len(prompt_ids) + len(prefill_ids)
         if self.context is not None and total + max_new_tokens > self.context:

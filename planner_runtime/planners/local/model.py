@@ -18,6 +18,7 @@ from typing import Any
 
 from planner_runtime.errors import ModelProvisionError, PlannerError
 from planner_runtime.planners.local.attention import install
+from planner_runtime.planners.renderings import DEFAULT, RENDERING_FILE, RENDERINGS
 from planner_runtime.planners.local.model_store import (
     EMBEDDED_ALIASES,
     EMBEDDED_NAME,
@@ -38,6 +39,7 @@ class LoadedModel:
     path: Path  # the model directory (before any dtype conversion)
     cache_kwarg: str  # the forward argument for the KV cache: transformers 5.x renamed it to ``cache``
     batchable: bool  # whether its attention takes shared prompt KV (serve can batch it)
+    rendering: str = DEFAULT  # how its prompt writes the tools (a trained release pins its own)
 
 
 def is_embedded(spec: str | Path | None) -> bool:
@@ -113,4 +115,17 @@ def load_model(spec: str | Path | None, *, device: str, dtype: "Any | str | None
     model.requires_grad_(False)
     batchable = install(model)  # grouped-query SDPA without copying the cache
     cache_kwarg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    return LoadedModel(model, tokenizer, path, cache_kwarg, batchable)
+    return LoadedModel(model, tokenizer, path, cache_kwarg, batchable, rendering_of_dir(path))
+
+
+def rendering_of_dir(path: Path) -> str:
+    """The prompt rendering the model in ``path`` was trained on: the name in its
+    :data:`RENDERING_FILE`, else ``json`` (every model not trained here)."""
+    marker = path / RENDERING_FILE
+    if not marker.is_file():
+        return DEFAULT
+    name = marker.read_text(encoding="utf-8").strip()
+    if name not in RENDERINGS:
+        raise ModelProvisionError(f"{marker} names prompt rendering {name!r}, which this version does not write "
+                                  f"({', '.join(RENDERINGS)}): upgrade planner-agent to load this model")
+    return name

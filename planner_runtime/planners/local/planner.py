@@ -165,13 +165,13 @@ class LocalPlanner:
         self.batchable, self._cache_kwarg = loaded.batchable, loaded.cache_kwarg
         self._release = model_release(loaded.path, self.label)
         context = getattr(loaded.model.config, "max_position_embeddings", None)
-        self._decoding = Decoding(loaded.tokenizer, context=context, vocabulary=self._release)
+        self._decoding = Decoding(loaded.tokenizer, context=context, vocabulary=self._release, rendering=loaded.rendering)
         self._model, self._tokenizer, self.model_dir = loaded.model, loaded.tokenizer, loaded.path
         return time.perf_counter() - started
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
         """The exact prompt text the model sees for this turn, prefill included."""
-        return render_chat(messages, tools, prefill=self._prefill(tools))
+        return render_chat(messages, tools, prefill=self._prefill(tools), rendering=self.decoding.rendering)
 
     def encode(self, messages: Sequence[Message], tools: Sequence[ToolSpec], max_new_tokens: int) -> tuple[list[int], str, list[int]]:
         """The ids the model reads for this turn: ``(prompt_ids, prefill, prefill_ids)`` — what

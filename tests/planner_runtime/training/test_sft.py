@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from planner_runtime.planners.chat_template import rendering_id
 from planner_runtime.planners.local.model_store import ensure_embedded_model
 from planner_runtime.training import TrainingError, data, releases, sft
 
@@ -53,7 +54,7 @@ def test_a_lora_release_changes_the_logits_and_loads_back_as_a_model(episodes, s
     base = ensure_embedded_model()
     assert manifest["kind"] == "lora" and manifest["base"]["sha256"] == releases.weights_sha256(base)
     assert manifest["data"]["trajectories"] == 1 and manifest["data"]["selection"]["success"] is True
-    assert manifest["hyperparameters"]["lora_rank"] == 2 and manifest["rendering"] == releases.rendering_id()
+    assert manifest["hyperparameters"]["lora_rank"] == 2 and manifest["rendering"] == rendering_id("compact")
     assert manifest["bench"] == [] and manifest["approval"] is None and manifest["parent"] is None
 
     merged = releases.model_dir(home, "alarm-1")
