@@ -209,6 +209,21 @@ class Source(StrEnum):
     real = "real"  # a real phone or emulator
 
 
+class DataSource(StrEnum):
+    """Where a trajectory's turns came from, as training data: a task's reference solution, a
+    teacher model over an OpenAI-compatible endpoint, or the local planner itself (rejection
+    sampling, self-play). A scripted or unknown planner's trajectory has none."""
+
+    demo = "demo"
+    teacher = "teacher"
+    self = "self"
+
+    @classmethod
+    def of_planner(cls, planner: str) -> DataSource | None:
+        """The data source a planner's episodes are, by the planner's name."""
+        return {"demo": cls.demo, "openai": cls.teacher, "local": cls.self}.get(planner)
+
+
 class TrajectoryStatus(StrEnum):
     running = "running"
     finished = "finished"  # the planner called finish
@@ -232,6 +247,7 @@ class Trajectory(Record):
     planner: str
     planner_release: str = ""
     harness_release: str = ""
+    data_source: DataSource | None = None  # what kind of training data its turns are
     tools: tuple[ToolSpec, ...] = ()  # what the planner was offered: with messages_at(i), the exact input
     collection: str | None = None  # the `collect` run this episode belongs to
     item: str | None = None  # its work item in that run, "<task id>#<repeat>"

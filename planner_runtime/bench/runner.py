@@ -55,14 +55,14 @@ class Results:
 
 
 def run_contender(tasks: Sequence[TaskSpec], contender: Contender, *, pool: DevicePool, store: TrajectoryStore,
-                  workers: int, repeat: int, policy: Policy | None = None, max_steps: int | None = None,
+                  workers: int, repeat: int, first_seed: int = 0, policy: Policy | None = None, max_steps: int | None = None,
                   on_change: Callable[[Progress], None] | None = None, allow_reset: bool = False,
                   disposable: frozenset[str] = frozenset()) -> tuple[Progress, float]:
     """Run (or resume) ``contender``'s collection; returns its counts and wall seconds. The
     options are :func:`~planner_runtime.runs.collect.collect`'s."""
     started = time.monotonic()
     _, progress = collect(tasks, pool=pool, store=store, planner_for=contender.planner_for, workers=workers,
-                          repeat=repeat, collection=contender.collection, policy=policy, max_steps=max_steps,
+                          repeat=repeat, first_seed=first_seed, collection=contender.collection, policy=policy, max_steps=max_steps,
                           on_change=on_change, allow_reset=allow_reset, disposable=disposable)
     return progress, time.monotonic() - started
 

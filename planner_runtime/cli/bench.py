@@ -28,6 +28,7 @@ def bench(
     release: Optional[list[str]] = typer.Option(None, "--release", help="For each --planner local, in order: a trained release by name ('base': the untrained model)."),
     phones: int = typer.Option(4, "--phones", "-n", min=1, help="Episodes in parallel (and virtual phones, without --adb)."),
     repeats: int = typer.Option(1, "--repeats", "-k", min=1, help="Episodes per task and planner (repeat k draws random parameters with seed k)."),
+    first_seed: Optional[int] = typer.Option(None, "--first-seed", min=0, help="Repeat k of a template with random parameters runs its seed FIRST_SEED + k: fresh seeds, never trained on (training data is made from seeds 0, 1, ...)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="A bench id: run its unfinished items with what it was started with, then report."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
@@ -72,11 +73,11 @@ def bench(
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             if db is not None:
                 _no_work_options(suite=suite != "builtin", split=split != "all", task=task, planner=planner, script=script,
-                                 model=model, release=release, repeats=repeats != 1, max_steps=max_steps)
+                                 model=model, release=release, repeats=repeats != 1, max_steps=max_steps, first_seed=first_seed)
                 specs = _recorded(db, bench_id, path)
             else:
                 specs = _new_specs(suite, split, task, planner or [settings.planner], script or [], model, repeats, max_steps,
-                                   release or [])
+                                   release or [], first_seed or 0)
             tasks = _tasks(specs[0])
             contenders = _contenders(bench_id, specs, planner_timeout)
             disposable = disposable_serials(settings)
@@ -90,7 +91,7 @@ def bench(
             reports = []
             for contender, spec in zip(contenders, specs):
                 _, wall = _with_bar(run_contender, tasks, contender, pool=pool, store=db, workers=phones,
-                                    repeat=spec.repeat, max_steps=spec.max_steps, policy=spec.policy,
+                                    repeat=spec.repeat, first_seed=spec.first_seed, max_steps=spec.max_steps, policy=spec.policy,
                                     allow_reset=allow_reset, disposable=disposable)
                 reports.append(PlannerReport.of(contender.label, contender.planner, contender.collection, tasks,
                                                 results(db, contender.collection, tasks, settings.prices), wall))
@@ -127,7 +128,7 @@ def _no_work_options(**given: object) -> None:
 
 
 def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Path], model, repeats: int, max_steps,  # noqa: ANN001, ANN202
-               release: list[str]):
+               release: list[str], first_seed: int = 0):
     """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``
     and, when releases are given, the k-th ``local`` one the k-th ``--release``."""
     from planner_runtime.cli.release_option import model_option
@@ -136,7 +137,7 @@ def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Pa
     local = sum(p == "local" for p in planner)
     if release and len(release) != local:
         raise fail(f"{local} --planner local and {len(release)} --release: give one --release per local planner, in order")
-    models = iter([model_option(model, r) for r in release] or [model] * local)
+    models = iter([model_option(model, r) for r in release] or [model_option(model, None)] * local)
 
     scripted = sum(p == "scripted" for p in planner)
     if len(script) != scripted:
@@ -147,7 +148,7 @@ def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Pa
     scripts = iter(script)
     return [CollectionSpec.from_options(suite=suite_path, tasks=task, script=next(scripts) if p == "scripted" else None,
                                         split=None if split == "all" else split, repeat=repeats, planner=p,
-                                        model=next(models) if p == "local" else None, max_steps=max_steps)
+                                        model=next(models) if p == "local" else None, max_steps=max_steps, first_seed=first_seed)
             for p in planner]
 
 

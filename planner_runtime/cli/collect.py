@@ -35,6 +35,7 @@ def collect(
                                                 help="Sample the planner at this temperature, each repeat with its own seeds "
                                                      "(rejection sampling: keep the verified episodes; default 0, greedy)."),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
+    first_seed: Optional[int] = typer.Option(None, "--first-seed", min=0, help="Repeat k of a template with random parameters runs its seed FIRST_SEED + k (default 0: seeds 0, 1, ...); fresh seeds make instances never trained on."),
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout (progress goes to stderr)."),
 ) -> None:
@@ -61,9 +62,9 @@ def collect(
                            planner_timeout=planner_timeout)
     try:
         settings = Settings.from_env()
-        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model_option(model, release), script=script,
+        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model_option(model, release, None if resume else planner or settings.planner), script=script,
                        policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
-                       temperature=temperature)
+                       temperature=temperature, first_seed=first_seed)
         path = store or settings.store_path
         with ExitStack() as stack:
             # everything that can refuse is checked before a new store is created
@@ -150,6 +151,7 @@ def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, a
                       "waiting for the current steps to end (Ctrl-C again to quit at once)", soft_wrap=True, markup=False)
 
         _, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=workers, repeat=spec.repeat,
+                                   first_seed=spec.first_seed,
                                    collection=coll, on_change=show, policy=spec.policy, max_steps=spec.max_steps,
                                    allow_reset=allow_reset, disposable=disposable, on_interrupt=stopping)
     return counts

@@ -123,7 +123,7 @@ def run(
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         if store is not None and not store.parent.is_dir():
             raise fail(f"--store {store}: folder {store.parent} does not exist")
-        brain = make_planner(planner or settings.planner, model_option(model, release), script, timeout=planner_timeout, task=spec)
+        brain = make_planner(planner or settings.planner, model_option(model, release, planner or settings.planner), script, timeout=planner_timeout, task=spec)
         host, port = parse_host_port(adb or settings.adb)
         gate, ask = safety_gate(policy), answerer(answers)
         if spec is not None and seeds_memory(spec) and profile is not None and not no_memory:

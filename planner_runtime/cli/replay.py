@@ -59,7 +59,7 @@ def replay(
                 ids = [trajectory_id]
             else:
                 raise fail("give a trajectory id or --failed")
-            make = lambda: make_planner(planner or settings.planner, model_option(model, release), script, **planner_timeout_option(planner_timeout))  # noqa: E731
+            make = lambda: make_planner(planner or settings.planner, model_option(model, release, planner or settings.planner), script, **planner_timeout_option(planner_timeout))  # noqa: E731
             brain = None if from_step is None else make()  # one that cannot be made is refused before any phone starts
             for traj_id in ids:
                 traj = db.get(traj_id)

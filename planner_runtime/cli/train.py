@@ -34,6 +34,7 @@ def sft_cmd(
     out: Optional[str] = typer.Option(None, "--out", help="The release's name (default: sft-<date>-<time>)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file); it must exist."),
     source: Optional[str] = typer.Option(None, "--source", help="Only trajectories from this source: sandbox, simulated or real."),
+    data_source: Optional[str] = typer.Option(None, "--data-source", help="Only trajectories of this kind: demo (task reference solutions), teacher (an openai:// planner) or self (the local planner)."),
     split: str = typer.Option("train", "--split", help="Task templates of this split: train, test or all."),
     include_failed: bool = typer.Option(False, "--include-failed", help="Also unverified and failed episodes (their ok turns)."),
     collection: Optional[str] = typer.Option(None, "--collection", help="Only trajectories of this collection."),
@@ -67,7 +68,7 @@ def sft_cmd(
                         *([] if resume else ["--resume"])])
     settings = Settings.from_env()
     try:
-        selection = data.Selection(source=source, split=split, success=None if include_failed else True,
+        selection = data.Selection(source=source, data_source=data_source, split=split, success=None if include_failed else True,
                                    collection=collection, since=_since(since), planner=planner)
         options = sft.SftOptions(base=base, lora=lora, epochs=epochs, lr=lr, max_steps=max_steps, max_length=max_length,
                                  lora_rank=rank, lora_alpha=2 * rank, save_steps=save_steps, threads=threads,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from planner_runtime import HARNESS_RELEASE
-from planner_runtime.contract import DeviceRef, Source, ToolSpec, Trajectory
+from planner_runtime.contract import DataSource, DeviceRef, Source, ToolSpec, Trajectory
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class EpisodeIdentity:
             planner=planner,
             planner_release=planner_release,
             harness_release=HARNESS_RELEASE,
+            data_source=DataSource.of_planner(planner),
             tools=tuple(tools),
             collection=self.collection,
             item=self.item,

@@ -160,6 +160,7 @@ def collect(
     planner_for: Callable[[TaskSpec], Planner],
     workers: int,
     repeat: int = 1,
+    first_seed: int = 0,
     collection: str | None = None,
     max_attempts: int = 3,
     lease_timeout: float = 120.0,
@@ -172,6 +173,7 @@ def collect(
     stop_grace_s: float = 120.0,
 ) -> tuple[str, Progress]:
     """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts).
+    Repeat k of a template with random parameters runs its instance of seed ``first_seed + k``.
 
     Nobody is at a terminal in a collection: sensitive actions run only where ``policy`` allows
     them (deny by default). ``max_steps`` overrides each task's step limit. Phones other than
@@ -239,7 +241,7 @@ def collect(
                 lease.restore_clean()  # where the source can; a failure is the device's fault, retried elsewhere
                 ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
                 source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
-                task = item.task.draw(seed=item.repeat)  # repeat k draws the task's random values with seed k
+                task = item.task.draw(seed=first_seed + item.repeat)  # repeat k: the instance of seed first_seed + k
                 in_flight[index] = trajectory_id = new_id("traj_")
                 try:
                     identity = EpisodeIdentity(device=ref, source=source, collection=collection, item=item.key)

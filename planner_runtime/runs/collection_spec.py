@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import Policy
@@ -47,6 +47,7 @@ class CollectionSpec(BaseModel):
     policy: Policy = Policy()
     max_steps: int | None = None
     temperature: float = 0.0  # above 0: each repeat samples the planner with its own seeds
+    first_seed: int = Field(default=0, ge=0)  # repeat k of a random template runs its seed first_seed + k
 
     @classmethod
     def from_options(cls, *, suite: Path | None, tasks: list[str] | None, script: Path | None, **options: Any) -> CollectionSpec:
@@ -80,7 +81,7 @@ class CollectionSpec(BaseModel):
         return self.model_copy(update=grown)
 
 
-_FLAGS = {"tasks": "task", "max_steps": "max-steps"}
+_FLAGS = {"tasks": "task", "max_steps": "max-steps", "first_seed": "first-seed"}
 
 
 def _absolute(path: Path | None) -> str | None:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
-from planner_runtime.contract import FeedbackStatus, Step, Trajectory
+from planner_runtime.contract import DataSource, FeedbackStatus, Step, Trajectory
 from planner_runtime.planners.chat_template import IM_END, IM_START, ChatTurn, chat_turns, render_conversation
 from planner_runtime.planners.renderings import DEFAULT
 from planner_runtime.tasks.spec import builtin_suite
@@ -42,6 +42,7 @@ class Selection:
     template's (a task's own ``split``, else the suite's stable draw); ``since`` is inclusive."""
 
     source: str | None = None
+    data_source: str | None = None  # demo, teacher or self (contract.DataSource)
     split: str = "train"
     success: bool | None = True
     collection: str | None = None
@@ -52,6 +53,8 @@ class Selection:
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
             raise TrainingError(f"split {self.split!r}: choose train, test or all")
+        if self.data_source is not None and self.data_source not in {d.value for d in DataSource}:
+            raise TrainingError(f"data source {self.data_source!r}: choose {', '.join(d.value for d in DataSource)}")
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -88,7 +91,7 @@ def select(store: TrajectoryStore, selection: Selection) -> list[Trajectory]:
     conversation is its own trajectory and is selected by its own verdict, which it has none of)."""
     known = _task_splits()
     chosen = []
-    for trajectory_id in store.ids(source=selection.source, success=selection.success, collection=selection.collection,
+    for trajectory_id in store.ids(source=selection.source, data_source=selection.data_source, success=selection.success, collection=selection.collection,
                                    since=selection.since, planner=selection.planner, task_id=selection.task_id, infra=False):
         trajectory = store.get(trajectory_id)
         if trajectory.parent is not None:

@@ -77,6 +77,7 @@ def promote(home: Path, name: str, *, by: str, evidence: BenchEvidence, cache_di
     entry = {**evidence.to_json(), "recorded_at": datetime.now(timezone.utc).isoformat()}
     updated = manifest.model_copy(update={"bench": (*manifest.bench, entry),
                                           "approval": releases.Approval(by=by.strip(), at=datetime.now(timezone.utc))})
-    releases.write_manifest(releases.release_path(home, name), updated)
+    if name not in releases.builtin_names():  # a shipped release's manifest is read-only: the approval is the promotion
+        releases.write_manifest(releases.release_path(home, name), updated)
     releases.set_default(home, name)
     return updated

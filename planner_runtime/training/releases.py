@@ -37,6 +37,9 @@ MANIFEST = "manifest.json"
 BASE = "base"  # not a release: the untrained base model
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _DEFAULT = ".default"  # the promoted release's name (a dot file: never a release's name)
+# Releases that ship inside the package (read-only): the default while no release is promoted.
+BUILTIN_DIR = Path(__file__).with_name("builtin")
+BUILTIN_DEFAULT = "embedded-sft"
 
 
 class ReleaseError(TrainingError):
@@ -87,6 +90,20 @@ def check_name(name: str) -> str:
     return name
 
 
+def builtin_names() -> list[str]:
+    """The releases shipped inside the package."""
+    if not BUILTIN_DIR.is_dir():
+        return []
+    return sorted(p.name for p in BUILTIN_DIR.iterdir() if p.is_dir() and _NAME.match(p.name) and (p / MANIFEST).is_file())
+
+
+def check_new_name(name: str) -> str:
+    """A name a new release may take: valid, and not a shipped release's."""
+    if check_name(name) in builtin_names():
+        raise ReleaseError(f"release name {name!r} is a built-in release's: choose another --out")
+    return name
+
+
 def weights_sha256(folder: Path) -> str:
     """A sha256 over a model folder's weight files, names and bytes, in name order."""
     digest = hashlib.sha256()
@@ -119,7 +136,10 @@ def base_path(spec: str, home: Path, cache_dir: Path | None = None) -> Path:
 
 
 def release_path(home: Path, name: str) -> Path:
-    return releases_dir(home) / check_name(name)
+    """Release ``name``'s folder: the shipped one for a built-in name, else under ``home``."""
+    if check_name(name) in builtin_names():
+        return BUILTIN_DIR / name
+    return releases_dir(home) / name
 
 
 def load_manifest(home: Path, name: str) -> Manifest:
@@ -147,7 +167,9 @@ def list_releases(home: Path) -> list[Manifest]:
     """Every readable release, oldest first (a damaged one is skipped here; ``show`` names its fault)."""
     root = releases_dir(home)
     found = []
-    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+    folders = [BUILTIN_DIR / name for name in builtin_names()]
+    folders += [f for f in sorted(root.iterdir()) if f.name not in builtin_names()] if root.is_dir() else []
+    for folder in folders:
         if folder.is_dir() and _NAME.match(folder.name) and (folder / MANIFEST).is_file():
             try:
                 found.append(load_manifest(home, folder.name))
@@ -187,13 +209,15 @@ def rendering(manifest: Manifest) -> str:
 
 
 def default_release(home: Path) -> str | None:
-    """The promoted release's name, or ``None`` while the base model is the default."""
+    """The promoted release's name; while none is promoted, the shipped default
+    (:data:`BUILTIN_DEFAULT`); ``None`` when neither exists (the base model is the default)."""
     path = releases_dir(home) / _DEFAULT
     name = path.read_text(encoding="utf-8").strip() if path.is_file() else ""
-    return name or None
+    return name or (BUILTIN_DEFAULT if BUILTIN_DEFAULT in builtin_names() else None)
 
 
 def set_default(home: Path, name: str) -> None:
+    releases_dir(home).mkdir(parents=True, exist_ok=True)
     path = releases_dir(home) / _DEFAULT
     tmp = path.with_name(_DEFAULT + ".part")
     tmp.write_text(name + "\n", encoding="utf-8")
@@ -212,7 +236,9 @@ def _merge(base: Path, adapter: Path, out: Path) -> None:
             model = AutoModelForCausalLM.from_pretrained(base)
             merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
             merged.save_pretrained(tmp)
-            AutoTokenizer.from_pretrained(adapter).save_pretrained(tmp)
+            # a shipped adapter carries no tokenizer of its own: it is the base's
+            own = (adapter / "tokenizer_config.json").is_file()
+            AutoTokenizer.from_pretrained(adapter if own else base).save_pretrained(tmp)
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():
             shutil.rmtree(out)
@@ -230,7 +256,13 @@ def model_dir(home: Path, name: str, cache_dir: Path | None = None) -> Path:
     folder = release_path(home, name)
     if manifest.kind == "full":
         return folder
-    merged = folder / ".merged" / name  # named after the release: the planner labels its trajectories so
+    # named after the release: the planner labels its trajectories so. A shipped release is
+    # merged into the cache (the package may be read-only), under its weights' digest.
+    if folder.parent == BUILTIN_DIR:
+        cache = cache_dir / "releases" if cache_dir else releases_dir(home) / ".builtin"
+        merged = cache / manifest.weights_sha256[:12] / name
+    else:
+        merged = folder / ".merged" / name
     if not model_store.is_model_dir(merged):
         _merge(base, folder, merged)
     marker = merged / RENDERING_FILE  # the planner loading this folder renders as the release was trained

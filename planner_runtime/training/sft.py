@@ -109,7 +109,7 @@ def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: Sf
     release, the base, the data) is checked before the first step, and nothing stored is
     written until then. ``callbacks`` are ``transformers.TrainerCallback`` objects the trainer
     calls as it goes."""
-    releases.check_name(name)
+    releases.check_new_name(name)
     final = releases.release_path(home, name)
     if final.exists():
         raise TrainingError(f"release {name!r} already exists in {final.parent}: choose another --out")

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement, FromClause, Select
 from sqlalchemy.sql.expression import CTE
 
-from planner_runtime.contract import Step, Trajectory, TrajectoryStatus, Usage, Verdict
+from planner_runtime.contract import DataSource, Step, Trajectory, TrajectoryStatus, Usage, Verdict
 from planner_runtime.cost import TokenUsage
 from planner_runtime.errors import StoreError
 from planner_runtime.sqlite_file import aware
@@ -44,6 +44,7 @@ class Filter:
     planner_release: str | None = None
     harness_release: str | None = None
     source: str | None = None
+    data_source: str | None = None
     collection: str | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -56,6 +57,11 @@ class Filter:
             value = getattr(self, name)
             if value is not None:
                 query = query.where(t.c[name] == (value.value if isinstance(value, Enum) else value))
+        if self.data_source is not None:
+            # a row from before the column: its planner says what it was
+            planners = [p for p in ("demo", "openai", "local") if DataSource.of_planner(p) == self.data_source]
+            older = t.c.data_source.is_(None) & t.c.planner.in_(planners)
+            query = query.where((t.c.data_source == str(self.data_source)) | older)
         if self.infra is not None:
             # coalesce: a NULL failure kind must compare false, not NULL, or negation drops the row
             infra = (t.c.status == "infra_error") | (func.coalesce(t.c.failure_kind, "") == "infra")
@@ -149,6 +155,7 @@ def load(conn: Connection, trajectory_id: str) -> Trajectory | None:
         planner=row.planner,
         planner_release=row.planner_release,
         harness_release=row.harness_release,
+        data_source=row.data_source,
         tools=tuple(row.tools or ()),
         collection=row.collection,
         item=row.item,

@@ -3,7 +3,8 @@
 A file's schema version is SQLite's ``user_version``. Version 0 is every file written before the
 version was kept (up to and including the first release with ``parent`` links and a
 ``collections`` table); 1 adds ``steps.tokens``, a step's token ids packed
-(:mod:`planner_runtime.trajectories.tokens`). Migrations only add: an older file's rows are read
+(:mod:`planner_runtime.trajectories.tokens`); 2 adds ``trajectories.data_source`` (demo, teacher
+or self; NULL for older rows, whose planner column still says which it was). Migrations only add: an older file's rows are read
 as they are (a step record that holds its whole model input still loads, see
 ``contract.Step.messages_new``), so nothing stored is rewritten or lost. A file from a newer
 release than this one is refused rather than misread.
@@ -16,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from planner_runtime.errors import StoreError
 
-VERSION = 1  # the schema this release writes
+VERSION = 2  # the schema this release writes
 
 metadata = MetaData()
 
@@ -31,6 +32,7 @@ trajectories = Table(
     Column("planner", String, nullable=False, index=True),
     Column("planner_release", String, nullable=False),
     Column("harness_release", String, nullable=False, index=True),
+    Column("data_source", String, index=True),  # demo, teacher, self; NULL: none (or an older row)
     Column("tools", JSON),  # the tool specs offered to the planner
     Column("collection", String, index=True),
     Column("item", String),

@@ -81,6 +81,7 @@ class TrajectoryStore(SqliteFile):
             "planner": traj.planner,
             "planner_release": traj.planner_release,
             "harness_release": traj.harness_release,
+            "data_source": traj.data_source.value if traj.data_source else None,
             "tools": [t.model_dump(mode="json") for t in traj.tools],
             "collection": traj.collection,
             "item": traj.item,

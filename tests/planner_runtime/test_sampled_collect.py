@@ -62,6 +62,8 @@ def test_samples_at_a_temperature_with_their_own_seeds_and_only_verified_ones_ar
     with sqlite3.connect(store) as db:
         outcomes = dict(db.execute("SELECT id, success FROM trajectories WHERE collection = ? AND parent IS NULL", (coll,)).fetchall())
     assert len(outcomes) == 6 and 0 < sum(outcomes.values()) < 6  # some samples set 8:30, and failed
+    with sqlite3.connect(store) as db:  # a teacher's episodes say so, whatever their verdict
+        assert db.execute("SELECT DISTINCT data_source FROM trajectories WHERE collection = ?", (coll,)).fetchall() == [("teacher",)]
     out = tmp_path / "sft.jsonl"
     exported = cli("export", "sft", "--out", str(out), "--store", str(store))
     assert exported.returncode == 0, exported.stderr

@@ -16,6 +16,7 @@ import pytest
 
 from planner_runtime.planners.local.model_store import ensure_embedded_model
 from planner_runtime.training import data, releases, sft
+from planner_runtime.training.releases import BUILTIN_DEFAULT
 from tests.planner_runtime.training.test_sft import TINY
 
 
@@ -48,7 +49,7 @@ def test_train_list_show_export_and_plan_with_the_release(episodes, store, tmp_p
     assert "training on 1 sequences from 1 trajectories" in res.stderr
 
     listed = _cli("releases", "list", "--json", home=home)
-    assert [m["name"] for m in json.loads(listed.stdout)] == ["alarm"]
+    assert [m["name"] for m in json.loads(listed.stdout)] == [BUILTIN_DEFAULT, "alarm"]
     shown = json.loads(_cli("releases", "show", "alarm", home=home).stdout)
     assert shown["base"]["sha256"] == releases.weights_sha256(ensure_embedded_model()) and shown["default"] is False
 
@@ -62,6 +63,7 @@ def test_train_list_show_export_and_plan_with_the_release(episodes, store, tmp_p
     generated = model.generate(**prompt, max_new_tokens=1, do_sample=False)
     assert generated.shape[1] == prompt.input_ids.shape[1] + 1
     assert not (out / "adapter_config.json").exists() and (out / "planner-agent-release.json").is_file()
+    assert (out / "planner-agent-rendering.txt").read_text().strip() == "compact"  # the planner loading it renders as trained
 
     res = _cli("run", "--task", "clock.set_alarm", "--virtual", "--planner", "local", "--release", "alarm", "--max-steps", "1",
                "--store", str(tmp_path / "runs.sqlite"), "--json", home=home)
@@ -137,11 +139,11 @@ def test_promotion_needs_approval_and_a_bench_of_both_on_the_test_split(release_
     res = _cli("releases", "promote", name, "--bench", "b1", "--approve", "--by", "ana", "--store", str(tmp_path / "none.sqlite"), home=home)
     assert res.returncode == 2 and "no trajectory store at" in _one_line(res)
     assert json.loads((releases.release_path(home, name) / "manifest.json").read_text())["approval"] is None
-    assert releases.default_release(home) is None
+    assert releases.default_release(home) == BUILTIN_DEFAULT
 
 
 def _bench(store, pool, bench: str, release: str, succeeds: dict[str, bool]) -> None:  # noqa: ANN001
-    """A bench of ``--planner local --release <release>`` and the base on a test-split task, as
+    """A bench of ``--planner local --release <release>`` and the default on a test-split task, as
     ``planner-agent bench`` records it (a collection spec per planner, then its episodes); the
     episodes are planned by scripts, good or bad per planner, so the figures are known."""
     from planner_runtime.bench.runner import Contender, collection_of, run_contender
@@ -154,9 +156,9 @@ def _bench(store, pool, bench: str, release: str, succeeds: dict[str, bool]) -> 
     assert task.split_name == "test"
     good = [{"name": "toggle_setting", "arguments": {"setting": "do_not_disturb", "on": True}}, {"name": "finish", "arguments": {"answer": "on"}}]
     bad = [{"name": "finish", "arguments": {"answer": "on"}}]
-    for i, who in enumerate((release, "base")):
+    for i, who in enumerate((release, BUILTIN_DEFAULT)):
         spec = CollectionSpec.from_options(suite=None, tasks=[task.id], script=None, split="test", planner="local",
-                                           model=None if who == "base" else model_of(who))
+                                           model=model_of(who))
         store.record_collection(collection_of(bench, i), spec.model_dump(mode="json"))
         script = good if succeeds[who] else bad
         contender = Contender(label=who, planner="local", collection=collection_of(bench, i), planner_for=lambda t, s=script: ScriptedPlanner(s))
@@ -176,13 +178,13 @@ def test_a_release_is_promoted_only_with_approval_and_a_test_bench_at_least_as_g
         release_on_a_copied_base, store, pool):
     home, name, _ = release_on_a_copied_base
     folder = releases.release_path(home, name)
-    _bench(store, pool, "worse", name, {name: False, "base": True})
+    _bench(store, pool, "worse", name, {name: False, BUILTIN_DEFAULT: True})
     kept = _digest(folder)
     res = _cli("releases", "promote", name, "--bench", "worse", "--approve", "--by", "ana", "--store", str(store.path), home=home)
-    assert res.returncode == 2 and "succeeded on 0% of bench worse's test tasks, the current default (base) on 100%" in _one_line(res)
-    assert _digest(folder) == kept and releases.default_release(home) is None
+    assert res.returncode == 2 and "succeeded on 0% of bench worse's test tasks, the current default (embedded-sft) on 100%" in _one_line(res)
+    assert _digest(folder) == kept and releases.default_release(home) == BUILTIN_DEFAULT
 
-    _bench(store, pool, "tie", name, {name: True, "base": True})
+    _bench(store, pool, "tie", name, {name: True, BUILTIN_DEFAULT: True})
     res = _cli("releases", "promote", name, "--bench", "tie", "--store", str(store.path), home=home)
     assert res.returncode == 2 and "add --approve --by" in _one_line(res)
     res = _cli("releases", "promote", name, "--bench", "tie", "--approve", "--by", "ana", "--store", str(store.path), home=home)
@@ -190,9 +192,10 @@ def test_a_release_is_promoted_only_with_approval_and_a_test_bench_at_least_as_g
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["approval"]["by"] == "ana"
     (entry,) = manifest["bench"]
-    assert (entry["bench"], entry["split"], entry["rate"], entry["default"], entry["default_rate"]) == ("tie", "test", 1.0, "base", 1.0)
+    assert (entry["bench"], entry["split"], entry["rate"], entry["default"], entry["default_rate"]) == ("tie", "test", 1.0, BUILTIN_DEFAULT, 1.0)
     assert releases.default_release(home) == name
-    assert [m["default"] for m in json.loads(_cli("releases", "list", "--json", home=home).stdout)] == [True]
+    listed = json.loads(_cli("releases", "list", "--json", home=home).stdout)
+    assert [(m["name"], m["default"]) for m in listed] == [(BUILTIN_DEFAULT, False), (name, True)]
     # promoted once: again would compare the release with itself
     res = _cli("releases", "promote", name, "--bench", "tie", "--approve", "--by", "bo", "--store", str(store.path), home=home)
     assert res.returncode == 2 and "release 'r1' is already the default" in _one_line(res)

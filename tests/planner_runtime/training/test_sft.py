@@ -62,6 +62,18 @@ def test_a_lora_release_changes_the_logits_and_loads_back_as_a_model(episodes, s
     ids = tokenizer(data.full_text(episodes[0]), add_special_tokens=False).input_ids[-64:]
     before, after = _logits(base, ids), _logits(merged, ids)
     assert (after - before).abs().max() > 1e-3
+    from safetensors.torch import load_file
+
+    assert {t.dtype for t in load_file(result.path / "adapter_model.safetensors").values()} == {torch.bfloat16}
+    # the planner loading the release renders its prompts as the release was trained: compact tools
+    from planner_runtime.planners.local.planner import LocalPlanner
+
+    planner = LocalPlanner(merged, threads=1).load()
+    assert planner.decoding.rendering == "compact"
+    (seq,) = data.sequences(episodes[0], tokenizer, "compact")
+    prompt_ids, _, _ = planner.encode(episodes[0].messages_at(0), episodes[0].tools, 24)
+    assert list(seq.input_ids[: len(prompt_ids)]) == prompt_ids
+    assert "<tools>" not in tokenizer.decode(prompt_ids)
     with pytest.raises(TrainingError, match="already exists"):
         sft.train_sft(store, data.Selection(), sft.SftOptions(max_steps=1, **TINY), "alarm-1", home=home, progress=False)
 

@@ -1,0 +1,124 @@
+"""SFT speed on this machine: tokens a second against the machine's FLOP floor, side by side.
+
+Plays the demos of a few built-in tasks on the virtual phone, builds the SFT sequences the way
+``planner-agent train sft`` does (one per trajectory, loss on the accepted assistant turns), and
+times real optimizer steps of TRL's ``SFTTrainer`` on the embedded model, alternating the
+configurations in one run:
+
+- LoRA, frozen base in bfloat16 (what ``train sft`` picks on a CPU with native bfloat16), compact tools;
+- LoRA, frozen base in float32, compact tools;
+- LoRA, bfloat16 base, the json tool list (Qwen's rendering: about 3.5x the tokens).
+
+The floor is the machine's own GEMM rate (a square matmul in the same dtype, same threads): a
+LoRA step costs about 4 FLOPs per weight per token (forward, and the backward to the inputs; the
+frozen weights take no gradient), so ``tokens/s x 4 x params / GEMM FLOP/s`` is the fraction of
+the floor reached. Peak RSS is the process's.
+
+    python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def gemm_flops(torch, dtype, n: int = 2048, repeat: int = 5) -> float:  # noqa: ANN001
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - started)
+    return 2 * n**3 / statistics.median(times)
+
+
+def trajectories(store_path: Path, tasks: int):  # noqa: ANN201
+    from device_farm.pool.pool import DevicePool
+    from device_farm.virtual.source import VirtualSource
+    from planner_runtime.planners.demo import DemoPlanner
+    from planner_runtime.runs.collect import collect
+    from planner_runtime.tasks.spec import builtin_suite
+    from planner_runtime.trajectories.store import TrajectoryStore
+    from planner_runtime.training import data
+
+    chosen = [t for t in builtin_suite().tasks if t.split_name == "train" and t.demo][:tasks]
+    store = TrajectoryStore(store_path, create=True)
+    with DevicePool([VirtualSource(2)], state_dir=store_path.parent / "pool") as pool:
+        collect(chosen, pool=pool, store=store, planner_for=lambda t: DemoPlanner(t.rendered_demo()), workers=2)
+    return store, data.select(store, data.Selection(split="all"))
+
+
+def time_steps(rows, dtype, steps: int, work: Path) -> tuple[float, int]:  # noqa: ANN001
+    """Seconds per optimizer step (median after one warm-up) and tokens per step."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+
+    from planner_runtime.planners.local.model_store import ensure_embedded_model
+    from planner_runtime.training import sft
+
+    class Clock(TrainerCallback):
+        def __init__(self) -> None:
+            self.marks: list[float] = []
+
+        def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
+            self.marks.append(time.perf_counter())
+
+    base = ensure_embedded_model()
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
+    options = sft.SftOptions(max_steps=steps + 1, lora_rank=8, lora_alpha=16, save_steps=10_000)
+    clock = Clock()
+    trainer = sft._trainer(model, tokenizer, rows, options, work, {"use_cpu": True, "bf16": False}, False, [clock])
+    started = time.perf_counter()
+    trainer.train()
+    marks = [started, *clock.marks]
+    per_step = statistics.median(b - a for a, b in zip(marks[1:], marks[2:]))
+    tokens = statistics.mean(len(s.input_ids) for s in rows.sequences[: steps + 1])
+    del torch
+    return per_step, int(tokens)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from planner_runtime.planners.local.model_store import ensure_embedded_model
+    from planner_runtime.planners.local.threads import intra_op_threads, use_threads
+    from planner_runtime.training import data
+
+    threads = use_threads(torch, args.threads or intra_op_threads())
+    tokenizer = AutoTokenizer.from_pretrained(ensure_embedded_model())
+    with tempfile.TemporaryDirectory() as tmp:
+        store, chosen = trajectories(Path(tmp) / "demos.sqlite", args.tasks)
+        params = 134_515_008  # SmolLM2-135M, embeddings tied
+        print(f"{threads} threads; {len(chosen)} demo trajectories; {params / 1e6:.0f}M parameters")
+        floors = {d: gemm_flops(torch, d) for d in (torch.bfloat16, torch.float32)}
+        for d, f in floors.items():
+            print(f"GEMM floor {str(d).removeprefix('torch.')}: {f / 1e9:.0f} GFLOP/s")
+        configs = [("LoRA, bf16 base, compact tools", torch.bfloat16, "compact"),
+                   ("LoRA, fp32 base, compact tools", torch.float32, "compact"),
+                   ("LoRA, bf16 base, json tools", torch.bfloat16, "json")]
+        for label, dtype, rendering in configs:
+            rows = data.build(chosen, tokenizer, rendering=rendering)
+            per_step, tokens = time_steps(rows, dtype, args.steps, Path(tmp) / label.replace(" ", "_").replace(",", ""))
+            rate = tokens / per_step
+            print(f"{label}: {per_step:.2f} s/step, {tokens} tokens/step, {rate:.0f} tokens/s, "
+                  f"{rate * 4 * params / floors[dtype]:.0%} of the {str(dtype).removeprefix('torch.')} GEMM floor")
+        store.close()
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
