@@ -92,6 +92,14 @@ def test_an_installed_package_ships_the_skills_and_lists_them_from_any_folder(tm
     assert len(want) >= 10
     assert sorted(s["name"] for s in listed) == want
     assert all(Path(s["path"]).is_relative_to(venv) for s in listed), [s["path"] for s in listed][:3]
+    # the shipped default planner travels with the package, every file its release check reads
+    res = _run(venv / "bin" / "planner-agent", "releases", "list", "--json", cwd=tmp_path / "elsewhere",
+               env={**_outside_env(), "PLANNER_AGENT_HOME": str(tmp_path / "home")})
+    (shipped,) = json.loads(res.stdout)
+    assert shipped["name"] == "embedded-sft" and shipped["default"] is True and shipped["rendering"].startswith("chatml-compact:")
+    folder = next(Path(venv).rglob("training/builtin/embedded-sft"))
+    assert {p.name for p in folder.iterdir()} >= {"manifest.json", "adapter_config.json", "adapter_model.safetensors",
+                                                  "planner-agent-rendering.txt"}
 
 
 def test_the_runtime_image_copies_what_the_build_reads():

@@ -179,10 +179,11 @@ def test_permission_dialog_allow_grants(virtual_phone):
 
 
 def test_permission_dialog_at_a_time_on_the_clock(virtual_phone):
-    virtual_phone.phone.inject(F.PermissionDialog(trigger=F.Trigger(at_time=0.3)))
+    # the moment is far enough off that a loaded machine still looks before it
+    virtual_phone.phone.inject(F.PermissionDialog(trigger=F.Trigger(at_time=1.5)))
     d = u2.connect(virtual_phone.device)
     assert not d(text="Allow").exists
-    assert d(text="Allow").wait(timeout=3)
+    assert d(text="Allow").wait(timeout=6)
 
 
 def test_permission_dialog_at_a_random_moment_without_requests(virtual_phone):
