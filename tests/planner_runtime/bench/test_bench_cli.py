@@ -194,7 +194,7 @@ def test_the_embedded_planner_against_a_scripted_one(tmp_path, place):
               "--max-steps", "2", *place, "--json", timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     planners = json.loads(res.stdout)["planners"]
-    local = planners["local"]["categories"]["overall"]
+    local = planners["local:embedded-sft"]["categories"]["overall"]  # --planner local: the default release, by name
     assert local["n"] == 1 and 1 <= local["steps"] <= 2 and local["prompt_tokens"] > 0 and local["output_tokens"] > 0
     assert local["usd_per_1k"] == 0.0  # a local model costs nothing unless the table says so
     assert _figures(planners["scripted:a"]["categories"]["overall"]) == (1, 1)
