@@ -28,6 +28,7 @@ def bench(
     release: Optional[list[str]] = typer.Option(None, "--release", help="For each --planner local, in order: a trained release by name ('base': the untrained model)."),
     phones: int = typer.Option(4, "--phones", "-n", min=1, help="Episodes in parallel (and virtual phones, without --adb)."),
     repeats: int = typer.Option(1, "--repeats", "-k", min=1, help="Episodes per task and planner (repeat k draws random parameters with seed k)."),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy for every planner's episodes (allow: [send, pay, ...]); deny by default, so a task that needs a sensitive action fails for every planner without it."),
     first_seed: Optional[int] = typer.Option(None, "--first-seed", min=0, help="Repeat k of a template with random parameters runs its seed FIRST_SEED + k: fresh seeds, never trained on (training data is made from seeds 0, 1, ...)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="A bench id: run its unfinished items with what it was started with, then report."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
@@ -73,11 +74,12 @@ def bench(
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             if db is not None:
                 _no_work_options(suite=suite != "builtin", split=split != "all", task=task, planner=planner, script=script,
-                                 model=model, release=release, repeats=repeats != 1, max_steps=max_steps, first_seed=first_seed)
+                                 model=model, release=release, repeats=repeats != 1, max_steps=max_steps, first_seed=first_seed,
+                                 policy=policy)
                 specs = _recorded(db, bench_id, path)
             else:
                 specs = _new_specs(suite, split, task, planner or [settings.planner], script or [], model, repeats, max_steps,
-                                   release or [], first_seed or 0)
+                                   release or [], first_seed or 0, policy)
             tasks = _tasks(specs[0])
             contenders = _contenders(bench_id, specs, planner_timeout)
             disposable = disposable_serials(settings)
@@ -128,10 +130,11 @@ def _no_work_options(**given: object) -> None:
 
 
 def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Path], model, repeats: int, max_steps,  # noqa: ANN001, ANN202
-               release: list[str], first_seed: int = 0):
+               release: list[str], first_seed: int = 0, policy: Path | None = None):
     """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``
     and, when releases are given, the k-th ``local`` one the k-th ``--release``."""
     from planner_runtime.cli.release_option import model_option
+    from planner_runtime.harness.safety import Policy
     from planner_runtime.runs.collection_spec import CollectionSpec
 
     local = sum(p == "local" for p in planner)
@@ -148,7 +151,8 @@ def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Pa
     scripts = iter(script)
     return [CollectionSpec.from_options(suite=suite_path, tasks=task, script=next(scripts) if p == "scripted" else None,
                                         split=None if split == "all" else split, repeat=repeats, planner=p,
-                                        model=next(models) if p == "local" else None, max_steps=max_steps, first_seed=first_seed)
+                                        model=next(models) if p == "local" else None, max_steps=max_steps, first_seed=first_seed,
+                                        **({"policy": Policy.load(policy)} if policy else {}))
             for p in planner]
 
 

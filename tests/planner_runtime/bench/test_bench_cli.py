@@ -198,3 +198,21 @@ def test_the_embedded_planner_against_a_scripted_one(tmp_path, place):
     assert local["n"] == 1 and 1 <= local["steps"] <= 2 and local["prompt_tokens"] > 0 and local["output_tokens"] > 0
     assert local["usd_per_1k"] == 0.0  # a local model costs nothing unless the table says so
     assert _figures(planners["scripted:a"]["categories"]["overall"]) == (1, 1)
+
+
+def test_a_policy_lets_every_planner_take_the_sensitive_actions_a_task_needs(tmp_path, place):
+    # without one the bench denies them all: a task that sends a text fails for every planner
+    text = tmp_path / "text.json"
+    text.write_text(json.dumps({"messages.send_text": [
+        {"name": "send_message", "arguments": {"to": "+15550123", "text": "Running 10 minutes late"}}, FINISH]}))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("allow: [send]\n")
+    runs = {}
+    for name, extra in (("denied", []), ("allowed", ["--policy", str(policy)])):
+        res = cli("--planner", "scripted", "--script", str(text), "--task", "messages.send_text", *extra,
+                  "--store", str(tmp_path / f"{name}.sqlite"), "--state-dir", str(tmp_path / "pool"), "-n", "1", "--json")
+        assert res.returncode == 0, res.stderr
+        runs[name] = _figures(json.loads(res.stdout)["planners"]["scripted:text"]["categories"]["overall"])
+    assert runs == {"denied": (1, 0), "allowed": (1, 1)}
+    res = cli("--planner", "scripted", "--script", str(text), "--policy", str(tmp_path / "none.yaml"), *place)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
