@@ -51,7 +51,7 @@ def test_the_memory_task_passes_with_the_preference_in_the_planners_input(device
 def test_the_memory_task_fails_when_the_planner_ignores_the_preference(device, device_ref, store, profile):
     script = [{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 0}}, {"name": "finish", "arguments": {"answer": "Set for 7"}}]
     traj = _run(TASK.rendered_goal(), script, device, device_ref, store, planner=ModelPlanner, task=TASK, memory=profile)
-    assert not traj.verdict.success and "6:45" in traj.verdict.checks[0].name
+    assert not traj.verdict.success and "hour=6 AND minutes=45" in traj.verdict.checks[0].evidence
     assert profile.list(kinds=[MemoryKind.episodic]) == []  # a failure is not an episode worth recalling
 
 
