@@ -167,8 +167,9 @@ def list_releases(home: Path) -> list[Manifest]:
     """Every readable release, oldest first (a damaged one is skipped here; ``show`` names its fault)."""
     root = releases_dir(home)
     found = []
-    folders = [BUILTIN_DIR / name for name in builtin_names()]
-    folders += [f for f in sorted(root.iterdir()) if f.name not in builtin_names()] if root.is_dir() else []
+    shipped = builtin_names()  # one scan of the package folder, not one per release
+    folders = [BUILTIN_DIR / name for name in shipped]
+    folders += [f for f in sorted(root.iterdir()) if f.name not in shipped] if root.is_dir() else []
     for folder in folders:
         if folder.is_dir() and _NAME.match(folder.name) and (folder / MANIFEST).is_file():
             try:
@@ -266,8 +267,9 @@ def model_dir(home: Path, name: str, cache_dir: Path | None = None) -> Path:
     if not model_store.is_model_dir(merged):
         _merge(base, folder, merged)
     marker = merged / RENDERING_FILE  # the planner loading this folder renders as the release was trained
-    if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != rendering(manifest):
-        marker.write_text(rendering(manifest) + "\n", encoding="utf-8")
+    pinned = rendering(manifest)
+    if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != pinned:
+        marker.write_text(pinned + "\n", encoding="utf-8")
     return merged
 
 
