@@ -6,6 +6,8 @@ times real optimizer steps of TRL's ``SFTTrainer`` on the embedded model, altern
 configurations in one run:
 
 - LoRA, frozen base in bfloat16 (what ``train sft`` picks on a CPU with native bfloat16), compact tools;
+- the same with TRL's own loss (its fused LM head over every position) instead of ``train sft``'s,
+  which runs the head only where a token trains;
 - LoRA, frozen base in float32, compact tools;
 - LoRA, bfloat16 base, the json tool list (Qwen's rendering: about 3.5x the tokens).
 
@@ -14,7 +16,7 @@ LoRA step costs about 4 FLOPs per weight per token (forward, and the backward to
 frozen weights take no gradient), so ``tokens/s x 4 x params / GEMM FLOP/s`` is the fraction of
 the floor reached. Peak RSS is the process's.
 
-    python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N]
+    python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N] [--quick]
 """
 
 from __future__ import annotations
@@ -43,18 +45,20 @@ def trajectories(store_path: Path, tasks: int):  # noqa: ANN201
     from device_farm.virtual.source import VirtualSource
     from planner_runtime.planners.demo import DemoPlanner
     from planner_runtime.runs.collect import collect
+    from planner_runtime.runs.demos import DEMO_POLICY
     from planner_runtime.tasks.spec import builtin_suite
     from planner_runtime.trajectories.store import TrajectoryStore
     from planner_runtime.training import data
 
     chosen = [t for t in builtin_suite().tasks if t.split_name == "train" and t.demo][:tasks]
-    store = TrajectoryStore(store_path, create=True)
+    store = TrajectoryStore(store_path, create=True).open()
     with DevicePool([VirtualSource(2)], state_dir=store_path.parent / "pool") as pool:
-        collect(chosen, pool=pool, store=store, planner_for=lambda t: DemoPlanner(t.rendered_demo()), workers=2)
+        collect(chosen, pool=pool, store=store, planner_for=lambda t: DemoPlanner(t.rendered_demo()), workers=2,
+                policy=DEMO_POLICY)  # a demo may pay and buy on the sandbox phone, as `collect --planner demo` lets it
     return store, data.select(store, data.Selection(split="all"))
 
 
-def time_steps(rows, dtype, steps: int, work: Path) -> tuple[float, int]:  # noqa: ANN001
+def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True) -> tuple[float, int]:  # noqa: ANN001
     """Seconds per optimizer step (median after one warm-up) and tokens per step."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -74,7 +78,8 @@ def time_steps(rows, dtype, steps: int, work: Path) -> tuple[float, int]:  # noq
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
     options = sft.SftOptions(max_steps=steps + 1, lora_rank=8, lora_alpha=16, save_steps=10_000)
     clock = Clock()
-    trainer = sft._trainer(model, tokenizer, rows, options, work, {"use_cpu": True, "bf16": False}, False, [clock])
+    trainer = sft._trainer(model, tokenizer, rows, options, work, {"use_cpu": True, "bf16": False}, False, [clock],
+                           kept_logits=kept_logits)
     started = time.perf_counter()
     trainer.train()
     marks = [started, *clock.marks]
@@ -89,6 +94,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help="only the default and TRL's own loss, side by side")
     args = parser.parse_args()
 
     import torch
@@ -107,12 +113,16 @@ def main() -> None:
         floors = {d: gemm_flops(torch, d) for d in (torch.bfloat16, torch.float32)}
         for d, f in floors.items():
             print(f"GEMM floor {str(d).removeprefix('torch.')}: {f / 1e9:.0f} GFLOP/s")
-        configs = [("LoRA, bf16 base, compact tools", torch.bfloat16, "compact"),
-                   ("LoRA, fp32 base, compact tools", torch.float32, "compact"),
-                   ("LoRA, bf16 base, json tools", torch.bfloat16, "json")]
-        for label, dtype, rendering in configs:
+        configs = [("LoRA, bf16 base, compact tools", torch.bfloat16, "compact", True),
+                   ("LoRA, bf16 base, compact tools, TRL's loss", torch.bfloat16, "compact", False),
+                   ("LoRA, fp32 base, compact tools", torch.float32, "compact", True),
+                   ("LoRA, bf16 base, json tools", torch.bfloat16, "json", True)]
+        if args.quick:
+            configs = configs[:2]
+        for label, dtype, rendering, kept in configs:
             rows = data.build(chosen, tokenizer, rendering=rendering)
-            per_step, tokens = time_steps(rows, dtype, args.steps, Path(tmp) / label.replace(" ", "_").replace(",", ""))
+            work = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("'", "")
+            per_step, tokens = time_steps(rows, dtype, args.steps, work, kept_logits=kept)
             rate = tokens / per_step
             print(f"{label}: {per_step:.2f} s/step, {tokens} tokens/step, {rate:.0f} tokens/s, "
                   f"{rate * 4 * params / floors[dtype]:.0%} of the {str(dtype).removeprefix('torch.')} GEMM floor")

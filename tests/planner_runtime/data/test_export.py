@@ -121,7 +121,7 @@ def test_prompt_matches_the_local_planner_and_trl_trains_on_it(exported, store, 
 
     rows = Dataset.from_json(str(out))
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=1, max_length=1024, truncation_mode="keep_end",
+    args = SFTConfig(output_dir=str(tmp_path / "sft"), max_steps=1, per_device_train_batch_size=1, max_length=256, truncation_mode="keep_end",
                      report_to=[], save_strategy="no", logging_steps=1, use_cpu=True)
     trainer = SFTTrainer(model=model, args=args, train_dataset=rows, processing_class=tok)
     labels = trainer.train_dataset[0]["labels"]

@@ -35,6 +35,40 @@ def test_the_trainer_computes_loss_only_on_ok_assistant_tokens(episodes, store, 
     assert trainer.train().training_loss > 0
 
 
+def test_the_loss_runs_the_lm_head_only_where_a_token_trains_and_equals_the_full_cross_entropy(
+        episodes, store, tokenizer, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    built = data.build(data.select(store, data.Selection()), tokenizer)
+    options = sft.SftOptions(max_steps=1, **TINY)
+    model = AutoModelForCausalLM.from_pretrained(ensure_embedded_model(), dtype=torch.float32)
+    # float32 throughout (TRL's config would otherwise pick bfloat16 where the CPU has it)
+    trainer = sft._trainer(model, tokenizer, built, options, tmp_path / "work", {"use_cpu": True, "bf16": False},
+                           progress=False)
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    labels = batch["labels"]
+    head_rows = []
+    hook = trainer.model.get_output_embeddings().register_forward_hook(lambda m, args, out: head_rows.append(args[0].shape[1]))
+    loss = trainer.compute_loss(trainer.model, dict(batch))
+    hook.remove()
+    loss.backward()
+    kept_grads = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    trainer.model.zero_grad()
+
+    logits = trainer.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False).logits
+    reference = torch.nn.functional.cross_entropy(logits[0, :-1].float(), labels[0, 1:], ignore_index=-100)
+    reference.backward()
+    trained = int((labels[0, 1:] != -100).sum())
+    assert 0 < trained < labels.shape[1] / 2
+    assert head_rows == [trained]  # the head saw the trained positions, not the whole sequence
+    # equal up to float32 rounding (the head's product runs on fewer rows); a position off by one
+    # or a different count would be off by far more
+    assert loss.item() == pytest.approx(reference.item(), rel=1e-3)
+    for name, p in trainer.model.named_parameters():
+        if p.requires_grad:
+            assert (kept_grads[name] - p.grad).norm() <= 1e-2 * p.grad.norm() + 1e-8, name
+
+
 def _logits(path, ids):  # noqa: ANN001, ANN202
     from transformers import AutoModelForCausalLM
 
