@@ -42,7 +42,7 @@ def test_the_loss_runs_the_lm_head_only_where_a_token_trains_and_equals_the_full
     built = data.build(data.select(store, data.Selection()), tokenizer)
     options = sft.SftOptions(max_steps=1, **TINY)
     model = AutoModelForCausalLM.from_pretrained(ensure_embedded_model(), dtype=torch.float32)
-    # float32 throughout (TRL's config would otherwise pick bfloat16 where the CPU has it)
+    # float32 weights, and the placement train sft passes on a CPU (no bf16 mixed precision)
     trainer = sft._trainer(model, tokenizer, built, options, tmp_path / "work", {"use_cpu": True, "bf16": False},
                            progress=False)
     batch = trainer.data_collator([trainer.train_dataset[0]])
