@@ -95,3 +95,13 @@ def _show_data(dataset) -> None:  # noqa: ANN001 - training.data.SftData
     err.print(f"training on {len(dataset.sequences)} sequences from {dataset.trajectories} trajectories: "
               f"{dataset.tokens} tokens, {dataset.trained_tokens} trained ({dataset.masked_turns} error turns masked)",
               soft_wrap=True, markup=False)
+
+
+def _register_rl() -> None:
+    from planner_runtime.cli.train_rl import report_cmd, rl_cmd
+
+    train_app.command("rl")(rl_cmd)
+    train_app.command("report")(report_cmd)
+
+
+_register_rl()

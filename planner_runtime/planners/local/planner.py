@@ -33,7 +33,7 @@ from planner_runtime.planners.chat_template import TOOL_CALL_PREFILL, render_cha
 from planner_runtime.planners.local.decoding import Decoding, Turn, generator
 from planner_runtime.planners.local.heap import return_large_blocks
 from planner_runtime.planners.local.kv_cache import growing_cache, reserve
-from planner_runtime.planners.local.model import known_model_dir, label_of, load_model, model_release
+from planner_runtime.planners.local.model import LoadedModel, known_model_dir, label_of, load_model, model_release
 from planner_runtime.planners.local.prefix_cache import PrefixCache
 from planner_runtime.planners.local.threads import intra_op_threads, use_threads
 
@@ -162,12 +162,28 @@ class LocalPlanner:
         return_large_blocks()  # a long prompt's transient tensors are returned, not kept (see heap.py)
         self.threads = use_threads(torch, self.threads or intra_op_threads())
         loaded = load_model(self.model_spec, device=self.device, dtype=self.dtype, cache_dir=self.cache_dir)
-        self.batchable, self._cache_kwarg = loaded.batchable, loaded.cache_kwarg
-        self._release = model_release(loaded.path, self.label)
-        context = getattr(loaded.model.config, "max_position_embeddings", None)
-        self._decoding = Decoding(loaded.tokenizer, context=context, vocabulary=self._release, rendering=loaded.rendering)
-        self._model, self._tokenizer, self.model_dir = loaded.model, loaded.tokenizer, loaded.path
+        self._adopt(loaded, model_release(loaded.path, self.label))
         return time.perf_counter() - started
+
+    def _adopt(self, loaded: LoadedModel, release: str) -> None:
+        self.batchable, self._cache_kwarg = loaded.batchable, loaded.cache_kwarg
+        self._release = release
+        context = getattr(loaded.model.config, "max_position_embeddings", None)
+        self._decoding = Decoding(loaded.tokenizer, context=context, vocabulary=release, rendering=loaded.rendering)
+        self._model, self._tokenizer, self.model_dir = loaded.model, loaded.tokenizer, loaded.path
+
+    @classmethod
+    def over(cls, loaded: LoadedModel, release: str, **options: Any) -> LocalPlanner:
+        """A planner over a model already in memory — an RL trainer's policy between updates.
+        Nothing is loaded, frozen or switched here: the caller owns the model and must not change
+        its weights while the planner runs, and makes a new planner after each update (the kept
+        prompt KV was computed by the old weights)."""
+        import torch
+
+        planner = cls(loaded.path, **options)
+        planner.threads = use_threads(torch, planner.threads or intra_op_threads())
+        planner._adopt(loaded, release)
+        return planner
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
         """The exact prompt text the model sees for this turn, prefill included."""

@@ -1,0 +1,168 @@
+"""CARE against vanilla GRPO: the same SFT release, task instances, seeds and number of updates.
+
+Trains one release per algorithm with ``planner-agent train rl`` (rollouts on virtual phones),
+then benches the starting release and both trained ones side by side on held-out tasks (the
+test split's templates, which no run trains on) with ``planner-agent bench``, greedy, one
+episode a task. Writes ``benchmarks/results/care_vs_grpo.json``: per algorithm its held-out
+``success`` (0..1) and ``output_tokens_per_episode`` (mean and per category), the training
+curves' ends from each run's ``steps.jsonl``, the commands, seeds, hardware and wall time.
+
+Everything resumes: a finished release is not trained again, a stopped run continues from its
+last checkpoint (``--resume``), and the results file is written only at the end.
+
+    python benchmarks/bench_care_vs_grpo.py --work /tmp/care-vs-grpo --steps 8 --group 4 --tasks-per-step 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ALGOS = ("care", "grpo")
+
+
+def _cli(args: list[str], env: dict[str, str], log: Path) -> str:
+    command = [sys.executable, "-m", "planner_runtime.cli.main", *args]
+    print("$ planner-agent " + shlex.join(args), flush=True)
+    with log.open("a", encoding="utf-8") as err:
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"planner-agent {args[0]} {args[1] if len(args) > 1 else ''} failed ({done.returncode}); see {log}")
+    return done.stdout
+
+
+def _steps(path: Path) -> list[dict]:
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            continue
+    return lines
+
+
+def _curve(lines: list[dict]) -> dict:
+    """The training log's first and last quarter: success rate and output tokens per episode."""
+    def mean(rows: list[dict], key: str) -> float | None:
+        values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+        return sum(values) / len(values) if values else None
+
+    q = max(1, len(lines) // 4)
+    return {"steps": len(lines), "first_quarter": {"success_rate": mean(lines[:q], "success_rate"),
+                                                   "output_tokens_per_episode": mean(lines[:q], "output_tokens_per_episode")},
+            "last_quarter": {"success_rate": mean(lines[-q:], "success_rate"),
+                             "output_tokens_per_episode": mean(lines[-q:], "output_tokens_per_episode")},
+            "rollout_seconds": sum(r.get("rollout_seconds") or 0 for r in lines),
+            "update_seconds": sum(r.get("update_seconds") or 0 for r in lines),
+            "regimes": {k: sum((r.get("regimes") or {}).get(k, 0) for r in lines) for k in ("progress", "correctness", "cost")}}
+
+
+def _hardware() -> dict:
+    import torch
+
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu or platform.processor(), "cores": len(os.sched_getaffinity(0)), "threads": torch.get_num_threads(),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "python": platform.python_version(), "torch": torch.__version__}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--work", type=Path, required=True, help="Home of the runs (releases, logs, stores); reuse it to resume.")
+    ap.add_argument("--from", dest="source", default="embedded-sft", help="The SFT release both start from.")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--tasks-per-step", type=int, default=2)
+    ap.add_argument("--task", action="append", default=None, help="Train on these templates (default: the train split).")
+    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--devices", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--episode-steps", type=int, default=6)
+    ap.add_argument("--policy", type=Path, default=None, help="Safety policy for rollouts and bench (default: deny).")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "care_vs_grpo.json")
+    args = ap.parse_args()
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PLANNER_AGENT_HOME": str(args.work / "home"), "PLANNER_AGENT_THREADS": str(args.threads)}
+    log = args.work / "stderr.log"
+    started = time.monotonic()
+    commands = []
+    names = {}
+    for algo in ALGOS:
+        name = names[algo] = f"{args.source}-{algo}-s{args.steps}g{args.group}"
+        if (args.work / "home" / "releases" / name / "manifest.json").is_file():
+            continue
+        cmd = ["train", "rl", "--algo", algo, "--from", args.source, "--out", name, "--steps", str(args.steps),
+               "--group", str(args.group), "--tasks-per-step", str(args.tasks_per_step), "--lr", str(args.lr),
+               "--seed", str(args.seed), "-n", str(args.devices), "--threads", str(args.threads),
+               "--episode-steps", str(args.episode_steps), "--save-steps", "1"]
+        cmd += [w for t in args.task or [] for w in ("--task", t)]
+        cmd += ["--policy", str(args.policy)] if args.policy else []
+        if (args.work / "home" / "training" / name).is_dir() and any((args.work / "home" / "training" / name).glob("checkpoint-*")):
+            cmd.append("--resume")
+        commands.append("planner-agent " + shlex.join(cmd))
+        _cli(cmd, env, log)
+    bench = ["bench", "--split", "test", "-k", "1", "--max-steps", str(args.episode_steps), "-n", str(args.devices),
+             "--store", str(args.work / "eval.sqlite"), "--json",
+             "--planner", "local", "--release", args.source]
+    for algo in ALGOS:
+        bench += ["--planner", "local", "--release", names[algo]]
+    bench += ["--policy", str(args.policy)] if args.policy else []
+    commands.append("planner-agent " + shlex.join(bench))
+    report = json.loads(_cli(bench, env, log))
+    planners = list(report["planners"].values())
+    held_out = {label: p["categories"] for label, p in zip(["sft", *ALGOS], planners)}
+
+    def summary(categories: dict) -> dict:
+        overall = categories["overall"]
+        return {"success": overall["rate"], "successes": overall["successes"], "n": overall["n"],
+                "output_tokens_per_episode": overall["output_tokens"], "steps_per_episode": overall["steps"],
+                "per_category": {k: {"success": v["rate"], "n": v["n"], "output_tokens_per_episode": v["output_tokens"]}
+                                 for k, v in categories.items() if k != "overall"}}
+
+    result = {
+        "experiment": "CARE vs vanilla GRPO from the same SFT release",
+        "source_release": args.source,
+        "held_out": "test split templates (never trained on), greedy, 1 episode each, bench " + report["bench"],
+        "sft": summary(held_out["sft"]),
+        **{algo: {**summary(held_out[algo]), "release": names[algo],
+                  "train": _curve(_steps(args.work / "home" / "training" / names[algo] / "steps.jsonl"))}
+           for algo in ALGOS},
+        "settings": {"steps": args.steps, "group": args.group, "tasks_per_step": args.tasks_per_step, "lr": args.lr,
+                     "episode_steps": args.episode_steps, "tasks": args.task or "train split"},
+        "seeds": {"trainer_and_task_order": args.seed, "first_instance_seed": 0, "bench_first_seed": 0},
+        "commands": commands,
+        "script": "python benchmarks/bench_care_vs_grpo.py " + shlex.join(sys.argv[1:]),
+        "hardware": _hardware(),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    care, grpo = result["care"], result["grpo"]
+    if grpo["output_tokens_per_episode"]:
+        result["care_output_tokens_vs_grpo"] = care["output_tokens_per_episode"] / grpo["output_tokens_per_episode"] - 1
+    result["care_success_minus_grpo_points"] = 100 * (care["success"] - grpo["success"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: result[k] for k in ("care_output_tokens_vs_grpo", "care_success_minus_grpo_points") if k in result}))
+    for label in ("sft", *ALGOS):
+        r = result[label]
+        print(f"{label:5s} held-out success {r['successes']}/{r['n']} = {r['success']:.2f}, "
+              f"{r['output_tokens_per_episode']:.1f} output tokens/episode, {r['steps_per_episode']:.2f} steps")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
