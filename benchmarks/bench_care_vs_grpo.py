@@ -93,10 +93,17 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--episode-steps", type=int, default=6)
     ap.add_argument("--policy", type=Path, default=None, help="Safety policy for rollouts and bench (default: deny).")
+    ap.add_argument("--allow-sensitive", action="store_true",
+                    help="Rollouts and bench may take every sensitive action (virtual phones only): a policy file in --work.")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "care_vs_grpo.json")
     args = ap.parse_args()
 
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.allow_sensitive and args.policy is None:
+        from planner_runtime.harness.safety import Sensitivity
+
+        args.policy = args.work / "allow.yaml"
+        args.policy.write_text("allow: [" + ", ".join(s.value for s in Sensitivity) + "]\n", encoding="utf-8")
     env = {**os.environ, "PLANNER_AGENT_HOME": str(args.work / "home"), "PLANNER_AGENT_THREADS": str(args.threads)}
     log = args.work / "stderr.log"
     started = time.monotonic()

@@ -31,6 +31,7 @@ def rl_cmd(
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="YAML safety policy for the rollouts (allow: [purchase, ...]); deny by default: a blocked sensitive action fails the episode."),
     lr: float = typer.Option(2e-5, "--lr", min=0.0, help="Learning rate."),
+    lora: bool = typer.Option(True, "--lora/--full", help="Train a LoRA (a LoRA release's own adapter goes on; default) or every weight."),
     episode_steps: int = typer.Option(6, "--episode-steps", min=1, help="Planner turns an episode may take."),
     temperature: float = typer.Option(1.0, "--temperature", min=0.05, max=2.0, help="Sampling temperature of the rollouts."),
     low: float = typer.Option(0.25, "--low", help="CARE: below this group success rate, a progress bonus."),
@@ -80,7 +81,7 @@ def rl_cmd(
         options = rl.RlOptions(
             algo=chosen, source=start, group=group, steps=steps, tasks_per_step=tasks_per_step, lr=lr,
             episode_steps=episode_steps, temperature=temperature, controller_every=controller_every,
-            care=weights,
+            care=weights, lora=lora,
             save_steps=save_steps, seed=seed, first_seed=first_seed, devices=devices, threads=threads,
             allow_reset=allow_reset, disposable=disposable_serials(settings))
         options.check()

@@ -5,9 +5,8 @@ device pool through the real harness (:mod:`rollout`), and hands TRL one sequenc
 (prompt, completion, the sampled-token mask as ``env_mask``) through its ``rollout_func``. The
 rewards and advantages are :mod:`care`'s: with ``algo=grpo`` TRL's own group normalisation runs
 on the composite reward (the vanilla baseline); with ``algo=care`` the trainer's advantages are
-replaced by CARE's (regime per group, a floor under the std). That replacement overrides TRL's
-private ``_generate_and_score_completions`` — the reason the ``train`` extra pins TRL's minor
-version, and a test keeps it honest.
+replaced by CARE's (regime per group, a floor under the std), through the overrides of TRL's
+private methods in :mod:`grpo`.
 
 The policy the rollouts sample is the model being trained (its LoRA unmerged), wrapped by
 :meth:`LocalPlanner.over` anew each step, so no prompt KV of older weights is reused. The run's
@@ -38,7 +37,8 @@ from planner_runtime.training import sft as sft_module
 from planner_runtime.training.care import Algo, CareSettings
 from planner_runtime.training.controller import Controller, StepStats
 from planner_runtime.training.rollout import RolloutResult, run_group_rollouts
-from planner_runtime.training.rl_steps import STEPS_LOG, append_line, kept_log, score_step, settings_dict, stats
+from planner_runtime.training.grpo import grpo_trainer
+from planner_runtime.training.rl_steps import STEPS_LOG, append_line, kept_log, score_step, settings_dict
 
 ROLLOUTS = "rollouts.sqlite"
 
@@ -53,6 +53,7 @@ class RlOptions:
     steps: int = 20  # optimizer steps
     tasks_per_step: int = 2  # task instances per step
     lr: float = 2e-5
+    lora: bool = True  # train a LoRA (a LoRA release's own adapter goes on) or, False, every weight
     lora_rank: int = 16  # for a full release, the new adapter's rank; a LoRA release trains its own
     episode_steps: int = 6  # planner turns an episode may take
     temperature: float = 1.0
@@ -171,35 +172,6 @@ def _rollout_func(run: _Run) -> Callable[[list[str], Any], dict[str, Any]]:
     return rollout
 
 
-def farm_reward(prompts: list[str], completions: list[Any], farm_reward: list[float | None], **_: Any) -> list[float | None]:
-    """The reward the rollout already computed (``None``: unscored, so TRL leaves it out of its group)."""
-    return list(farm_reward)
-
-
-def _trainer_class(base: type) -> type:
-    class FarmGRPOTrainer(base):  # type: ignore[misc, valid-type]
-        """TRL's GRPO trainer with CARE's advantages in place of its group normalisation."""
-
-        _farm: _Run
-
-        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-            import torch
-
-            out = super()._generate_and_score_completions(inputs)
-            run = self._farm
-            if run.options.algo is Algo.care:
-                ours = torch.tensor(run.advantages, dtype=out["advantages"].dtype, device=out["advantages"].device)
-                if ours.shape != out["advantages"].shape:
-                    raise TrainingError(f"{ours.numel()} advantages for {out['advantages'].numel()} completions")
-                out["advantages"] = ours
-            elif run.pending is not None:  # vanilla: log what TRL's own normalisation gave
-                run.pending["advantage"] = stats([float(a) for a, kept in zip(out["advantages"].tolist(), run.scored) if kept])
-            return out
-
-    return FarmGRPOTrainer
-
-
-
 def _step_logger(run: _Run) -> Any:
     """A ``TrainerCallback`` that completes the step's record with TRL's figures (loss, clip
     fraction, KL when computed), lets the controller retune, and appends the line to the log."""
@@ -273,10 +245,15 @@ def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[T
     placement = sft_module._placement(torch, options.threads)
     return_large_blocks()
     folder = releases.release_path(home, options.source)
-    dtype = sft_module._weights_dtype(torch, placement, True)
+    dtype = sft_module._weights_dtype(torch, placement, options.lora)
     peft_config = None
     with model_store.quiet_progress_bars():
-        if source.kind == "lora":
+        if not options.lora:  # every weight trains: start from the release as one merged model
+            model_path = releases.model_dir(home, options.source, cache_dir)
+            tokenizer = AutoTokenizer.from_pretrained(model_path)
+            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
+            base_ref = source.base
+        elif source.kind == "lora":
             tokenizer = AutoTokenizer.from_pretrained(base)
             model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), folder, is_trainable=True)
             base_ref, model_path = source.base, base
@@ -291,8 +268,8 @@ def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[T
     with TrajectoryStore(work / ROLLOUTS, create=True) as store:
         rollout = _farm_rollouts(options, name, model, tokenizer, model_path, rendering, pool, store, policy)
         run = _Run(options, settings, controller, {t.id: t for t in instances}, work, rollout)
-        trainer = _grpo_trainer(model, tokenizer, instances, options, work, placement, peft_config, run,
-                                progress, callbacks)
+        trainer = grpo_trainer(model, tokenizer, [t.id for t in instances], options, work, placement, peft_config, run,
+                               _rollout_func(run), progress, [_step_logger(run), *callbacks])
         result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
         manifest = _write_release(trainer, tokenizer, options, run, name, base_ref, rendering, home, templates, instances)
     for done in work.glob("checkpoint-*"):
@@ -335,33 +312,6 @@ def _farm_rollouts(options: RlOptions, name: str, model: Any, tokenizer: Any, mo
     return rollout
 
 
-def _grpo_trainer(model: Any, tokenizer: Any, instances: Sequence[TaskSpec], options: RlOptions, work: Path,
-                  placement: dict[str, Any], peft_config: Any, run: _Run, progress: bool, callbacks: Sequence[Any]) -> Any:
-    import os
-
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL: pinned and tested here
-    per_step = options.group * options.tasks_per_step
-    args = GRPOConfig(
-        output_dir=str(work), max_steps=options.steps, learning_rate=options.lr,
-        per_device_train_batch_size=1, gradient_accumulation_steps=per_step, num_generations=options.group,
-        num_iterations=1, beta=0.0, loss_type=options.loss_type, scale_rewards="group",
-        temperature=options.temperature, shuffle_dataset=False, logging_steps=1, save_strategy="steps",
-        save_steps=options.save_steps, save_total_limit=2, report_to=[], seed=options.seed,
-        disable_tqdm=not progress, gradient_checkpointing=False, dataloader_num_workers=0, log_completions=False,
-        **placement,
-    )
-    rows = Dataset.from_list([{"prompt": t.id} for t in instances])
-    trainer = _trainer_class(GRPOTrainer)(model=model, reward_funcs=[farm_reward], args=args, train_dataset=rows,
-                                         processing_class=tokenizer, peft_config=peft_config,
-                                         rollout_func=_rollout_func(run),
-                                         callbacks=[_step_logger(run), *callbacks])
-    trainer._farm = run
-    return trainer
-
-
 def _write_release(trainer: Any, tokenizer: Any, options: RlOptions, run: _Run, name: str,
                    base_ref: releases.BaseModelRef, rendering: str, home: Path, templates: Sequence[TaskSpec],
                    instances: Sequence[TaskSpec]) -> releases.Manifest:
@@ -370,8 +320,9 @@ def _write_release(trainer: Any, tokenizer: Any, options: RlOptions, run: _Run, 
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        trainer.model.save_pretrained(tmp)
-        sft_module._halve_adapter(tmp)
+        trainer.model.save_pretrained(tmp)  # a PeftModel writes only its adapter
+        if options.lora:
+            sft_module._halve_adapter(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / RENDERING_FILE).write_text(rendering + "\n", encoding="utf-8")
         hyper = options.recorded()
@@ -379,7 +330,7 @@ def _write_release(trainer: Any, tokenizer: Any, options: RlOptions, run: _Run, 
         hyper["final_settings"] = settings_dict(run.settings)
         hyper["controller"] = type(run.controller).__name__ if run.controller is not None else None
         manifest = releases.Manifest(
-            name=name, kind="lora", base=base_ref, weights_sha256=releases.weights_sha256(tmp),
+            name=name, kind="lora" if options.lora else "full", base=base_ref, weights_sha256=releases.weights_sha256(tmp),
             data={"kind": "rl", "templates": sorted({t.id for t in templates}), "instances": len(instances),
                   "episodes": len(instances) * options.group, "steps_log": str(run.run_dir / STEPS_LOG),
                   "rollouts": str(run.run_dir / ROLLOUTS)},

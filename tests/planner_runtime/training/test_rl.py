@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from planner_runtime.tasks.spec import builtin_suite
-from planner_runtime.training import TrainingError, releases, rl
+from planner_runtime.training import TrainingError, grpo, releases, rl
 from planner_runtime.training.care import Algo, CareSettings, Outcome, score_group
 from planner_runtime.training.rollout import EpisodeSequence, RolloutResult
 from planner_runtime.runs.collect import Progress
@@ -87,9 +87,10 @@ def _trainer(tmp_path: Path, algo: Algo, outcomes, *, group: int = 4):
     rollout, calls = _fixed_rollouts(outcomes)
     run = rl._Run(options, options.care, None, {t.id: t for t in instances}, tmp_path, rollout)
     (tmp_path / "w").mkdir()
-    trainer = rl._grpo_trainer(model, tokenizer, instances, options, tmp_path / "w", {"use_cpu": True, "bf16": False},
-                               LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"], task_type="CAUSAL_LM"),
-                               run, False, ())
+    trainer = grpo.grpo_trainer(model, tokenizer, [t.id for t in instances], options, tmp_path / "w",
+                                {"use_cpu": True, "bf16": False},
+                                LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"], task_type="CAUSAL_LM"),
+                                run, rl._rollout_func(run), False, [rl._step_logger(run)])
     return trainer, run, calls
 
 
@@ -208,3 +209,22 @@ def test_train_rl_bad_input_is_one_line_and_exit_2(tmp_path):
     assert not (home / "training").exists() and not (home / "releases").exists()
     missing = _cli("train", "report", "nothing-here", home=home, timeout=120)
     assert missing.returncode == 2 and "nothing-here" in _one_line(missing)
+
+
+def test_the_completion_logps_equal_trls_own_and_ignore_left_padding(tmp_path):
+    import torch
+    from trl import GRPOTrainer
+
+    trainer, _, _ = _trainer(tmp_path, Algo.care, [])
+    model = trainer.model
+    ids = torch.tensor([[1, 17, 230, 45, 99, 1200, 31, 77]])
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        theirs, their_entropy, _ = GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, ids, mask, 3,
+                                                                                   compute_entropy=True)
+        ours, our_entropy, _ = grpo.completion_logps(model, ids, mask, 3, None, True)
+        padded, _, _ = grpo.completion_logps(model, torch.cat([torch.zeros(1, 4, dtype=torch.long), ids], 1),
+                                             torch.cat([torch.zeros(1, 4, dtype=torch.long), mask], 1), 3, None, False)
+    assert ours.shape == theirs.shape == (1, 3)
+    assert torch.allclose(ours, theirs, atol=1e-4) and torch.allclose(our_entropy, their_entropy, atol=1e-3)
+    assert torch.allclose(padded, ours, atol=1e-5)  # the same positions as the rollout's, padding or not

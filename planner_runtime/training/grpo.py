@@ -1,0 +1,112 @@
+"""TRL's ``GRPOTrainer`` as the farm's RL trainer: CARE's advantages in, a cheaper log-prob pass.
+
+Two private methods of TRL 1.16 are overridden (the reason the ``train`` extra pins its minor
+version, and ``tests/planner_runtime/training/test_rl.py`` checks both): with ``algo=care``,
+``_generate_and_score_completions`` keeps everything TRL computed but replaces its advantages
+with CARE's (regime per group, a floor under the std); with ``algo=grpo`` TRL's own group
+normalisation stands, the vanilla baseline. ``_get_per_token_logps_and_entropies`` runs the LM
+head over the completion only (:func:`completion_logps`), where TRL's fused head covered every
+position of the sequence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from planner_runtime.training import TrainingError
+from planner_runtime.training.care import Algo
+from planner_runtime.training.rl_steps import stats
+
+
+def farm_reward(prompts: list[str], completions: list[Any], farm_reward: list[float | None], **_: Any) -> list[float | None]:
+    """The reward the rollout already computed (``None``: unscored, so TRL leaves it out of its group)."""
+    return list(farm_reward)
+
+
+def _trainer_class(base: type) -> type:
+    class FarmGRPOTrainer(base):  # type: ignore[misc, valid-type]
+        """TRL's GRPO trainer with CARE's advantages in place of its group normalisation."""
+
+        _farm: Any  # rl._Run
+
+        def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+            import torch
+
+            out = super()._generate_and_score_completions(inputs)
+            run = self._farm
+            if run.options.algo is Algo.care:
+                ours = torch.tensor(run.advantages, dtype=out["advantages"].dtype, device=out["advantages"].device)
+                if ours.shape != out["advantages"].shape:
+                    raise TrainingError(f"{ours.numel()} advantages for {out['advantages'].numel()} completions")
+                out["advantages"] = ours
+            elif run.pending is not None:  # vanilla: log what TRL's own normalisation gave
+                run.pending["advantage"] = stats([float(a) for a, kept in zip(out["advantages"].tolist(), run.scored) if kept])
+            return out
+
+        def _get_per_token_logps_and_entropies(self, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
+                                               batch_size: int | None = None, compute_entropy: bool = False,
+                                               compute_aux_loss: bool = False, **media: Any) -> Any:
+            # TRL 1.16 scores through its fused LM head, which on a CPU ran the head over every
+            # position of the ~2k-token sequence (prompt included, 70 of a step's 177 s in a
+            # profile); the model's own logits_to_keep runs it over the completion only
+            if compute_aux_loss or any(v is not None for v in media.values()):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss, **media)
+            return completion_logps(model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy)
+
+    return FarmGRPOTrainer
+
+
+def completion_logps(model: Any, input_ids: Any, attention_mask: Any, keep: int, batch_size: int | None,
+                     compute_entropy: bool) -> tuple[Any, Any, None]:
+    """Log-probabilities (and entropies) of the last ``keep`` tokens of each row, the LM head run
+    only where they are predicted: ``(logps, entropies or None, None)`` as TRL's trainer takes them."""
+    import torch
+
+    step = batch_size or input_ids.size(0)
+    logps, entropies = [], []
+    for start in range(0, input_ids.size(0), step):
+        ids, mask = input_ids[start:start + step], attention_mask[start:start + step]
+        # drop the left padding no row of this chunk needs: it costs compute, and it would shift
+        # the positions away from those the rollout sampled at (a lone row starts at 0 again)
+        first = int(mask.any(dim=0).nonzero()[0]) if mask.any() else 0
+        ids, mask = ids[:, first:], mask[:, first:]
+        logits = model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=keep + 1).logits
+        logits = logits[:, :-1].float()  # position t predicts token t + 1
+        log_probs = torch.log_softmax(logits, dim=-1)
+        logps.append(log_probs.gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1))
+        if compute_entropy:
+            with torch.no_grad():
+                entropies.append(-(log_probs.exp() * log_probs).sum(-1))
+    return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+
+
+def grpo_trainer(model: Any, tokenizer: Any, prompts: Sequence[str], options: Any, work: Path, placement: dict[str, Any],
+                 peft_config: Any, run: Any, rollout_func: Callable[..., dict[str, Any]], progress: bool,
+                 callbacks: Sequence[Any]) -> Any:
+    """TRL's GRPO trainer over ``prompts`` (one a task instance, each run ``options.group`` times),
+    one optimizer step per ``options.tasks_per_step`` instances; ``run`` is what the hooks share."""
+    import os
+
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL: pinned and tested here
+    per_step = options.group * options.tasks_per_step
+    args = GRPOConfig(
+        output_dir=str(work), max_steps=options.steps, learning_rate=options.lr,
+        per_device_train_batch_size=1, gradient_accumulation_steps=per_step, num_generations=options.group,
+        num_iterations=1, beta=0.0, loss_type=options.loss_type, scale_rewards="group",
+        temperature=options.temperature, shuffle_dataset=False, logging_steps=1, save_strategy="steps",
+        save_steps=options.save_steps, save_total_limit=2, report_to=[], seed=options.seed,
+        disable_tqdm=not progress, gradient_checkpointing=False, dataloader_num_workers=0, log_completions=False,
+        **placement,
+    )
+    rows = Dataset.from_list([{"prompt": p} for p in prompts])
+    trainer = _trainer_class(GRPOTrainer)(model=model, reward_funcs=[farm_reward], args=args, train_dataset=rows,
+                                         processing_class=tokenizer, peft_config=peft_config,
+                                         rollout_func=rollout_func, callbacks=list(callbacks))
+    trainer._farm = run
+    return trainer
