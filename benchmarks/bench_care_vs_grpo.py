@@ -162,7 +162,9 @@ def main() -> None:
         result["care_output_tokens_vs_grpo"] = care["output_tokens_per_episode"] / grpo["output_tokens_per_episode"] - 1
     result["care_success_minus_grpo_points"] = 100 * (care["success"] - grpo["success"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    # the file is committed: the work folder is named $WORK, not where this machine put it
+    text = json.dumps(result, indent=2).replace(str(args.work.resolve()), "$WORK").replace(str(args.work), "$WORK")
+    args.out.write_text(text + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("care_output_tokens_vs_grpo", "care_success_minus_grpo_points") if k in result}))
     for label in ("sft", *ALGOS):
         r = result[label]

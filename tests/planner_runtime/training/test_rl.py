@@ -162,7 +162,9 @@ def test_rl_on_virtual_phones_checkpoints_resumes_without_rerunning_rollouts_and
 
     home = tmp_path / "home"
     options = rl.RlOptions(group=2, steps=2, tasks_per_step=1, episode_steps=3, save_steps=1, devices=2, threads=2)
-    templates = [TASKS["clock.set_alarm"]]
+    templates = [TASKS["food.order_dish"]]  # random parameters: each step its own instance
+    expected = [t.id for t in rl.schedule(templates, options)]
+    assert len(set(expected)) == 2
     with DevicePool([VirtualSource(2)], state_dir=tmp_path / "pool") as pool:
         with pytest.raises(KeyboardInterrupt):
             rl.train_rl(options, "rl-test", home=home, templates=templates, pool=pool, progress=False,
@@ -175,6 +177,7 @@ def test_rl_on_virtual_phones_checkpoints_resumes_without_rerunning_rollouts_and
     assert result.steps == 2
     lines = [json.loads(x) for x in (work / rl.STEPS_LOG).read_text().splitlines()]
     assert [x["step"] for x in lines] == [1, 2]
+    assert [x["groups"][0]["task"] for x in lines] == expected  # the resumed run went on with the schedule
     with TrajectoryStore(work / rl.ROLLOUTS, create=False) as store:
         for line in lines:
             episodes = [store.get(s.id) for s in store.query(Filter(collection=line["collection"]))]
