@@ -119,7 +119,8 @@ def main() -> None:
                "--episode-steps", str(args.episode_steps), "--save-steps", "1"]
         cmd += [w for t in args.task or [] for w in ("--task", t)]
         cmd += ["--policy", str(args.policy)] if args.policy else []
-        if (args.work / "home" / "training" / name).is_dir() and any((args.work / "home" / "training" / name).glob("checkpoint-*")):
+        run_dir = args.work / "home" / "training" / name
+        if run_dir.is_dir() and any(run_dir.iterdir()):
             cmd.append("--resume")
         commands.append("planner-agent " + shlex.join(cmd))
         _cli(cmd, env, log)

@@ -88,12 +88,11 @@ def grpo_trainer(model: Any, tokenizer: Any, prompts: Sequence[str], options: An
                  callbacks: Sequence[Any]) -> Any:
     """TRL's GRPO trainer over ``prompts`` (one a task instance, each run ``options.group`` times),
     one optimizer step per ``options.tasks_per_step`` instances; ``run`` is what the hooks share."""
-    import os
+    import warnings
 
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL: pinned and tested here
     per_step = options.group * options.tasks_per_step
     args = GRPOConfig(
         output_dir=str(work), max_steps=options.steps, learning_rate=options.lr,
@@ -105,8 +104,10 @@ def grpo_trainer(model: Any, tokenizer: Any, prompts: Sequence[str], options: An
         **placement,
     )
     rows = Dataset.from_list([{"prompt": p} for p in prompts])
-    trainer = _trainer_class(GRPOTrainer)(model=model, reward_funcs=[farm_reward], args=args, train_dataset=rows,
-                                         processing_class=tokenizer, peft_config=peft_config,
-                                         rollout_func=rollout_func, callbacks=list(callbacks))
+    with warnings.catch_warnings():  # rollout_func is experimental in TRL: its minor version is pinned and tested here
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'", category=UserWarning)
+        trainer = _trainer_class(GRPOTrainer)(model=model, reward_funcs=[farm_reward], args=args, train_dataset=rows,
+                                             processing_class=tokenizer, peft_config=peft_config,
+                                             rollout_func=rollout_func, callbacks=list(callbacks))
     trainer._farm = run
     return trainer

@@ -220,17 +220,18 @@ def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[T
         raise TrainingError(f"--tasks-per-step {options.tasks_per_step} is more than the {len(templates)} task templates chosen")
     work = home / "training" / name
     checkpoint = sft_module._last_checkpoint(work) if work.is_dir() else None
-    if resume and checkpoint is None:
-        raise TrainingError(f"nothing to resume: no checkpoint of {name!r} in {work}")
-    if not resume and work.is_dir() and any(work.iterdir()):
+    started = work.is_dir() and any(work.iterdir())
+    if resume and not started:
+        raise TrainingError(f"nothing to resume: no run of {name!r} in {work}")
+    if not resume and started:
         raise TrainingError(f"{work} holds an unfinished run of {name!r}: add --resume to continue it")
     sft_ancestor(home, options.source)
     source = releases.load_manifest(home, options.source)
     base = releases.verify(home, source, cache_dir)
     instances = schedule(templates, options)
     settings = options.care
-    if checkpoint is not None:
-        last = kept_log(work / STEPS_LOG, int(checkpoint.name.split("-")[-1]))
+    if resume:  # from the last checkpoint, or from the start when it stopped before one (its rollouts kept)
+        last = kept_log(work / STEPS_LOG, int(checkpoint.name.split("-")[-1]) if checkpoint else 0)
         if last and isinstance(last.get("next_settings"), dict):
             settings = replace(settings, **{k: float(v) for k, v in last["next_settings"].items()
                                             if k in ("low", "high", "progress_weight", "cost_weight")})
