@@ -30,7 +30,6 @@ from typing import Any, Callable, Sequence
 from planner_runtime.planners.chat_template import rendering_id
 from planner_runtime.planners.local import model_store
 from planner_runtime.planners.local.heap import return_large_blocks
-from planner_runtime.planners.renderings import RENDERING_FILE
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.training import TrainingError, releases
 from planner_runtime.training import sft as sft_module
@@ -316,29 +315,19 @@ def _farm_rollouts(options: RlOptions, name: str, model: Any, tokenizer: Any, mo
 def _write_release(trainer: Any, tokenizer: Any, options: RlOptions, run: _Run, name: str,
                    base_ref: releases.BaseModelRef, rendering: str, home: Path, templates: Sequence[TaskSpec],
                    instances: Sequence[TaskSpec]) -> releases.Manifest:
-    final = releases.release_path(home, name)
-    tmp = final.with_name(final.name + ".part")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        trainer.model.save_pretrained(tmp)  # a PeftModel writes only its adapter
-        if options.lora:
-            sft_module._halve_adapter(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / RENDERING_FILE).write_text(rendering + "\n", encoding="utf-8")
-        hyper = options.recorded()
-        hyper["care"] = asdict(options.care)
-        hyper["final_settings"] = settings_dict(run.settings)
-        hyper["controller"] = type(run.controller).__name__ if run.controller is not None else None
-        manifest = releases.Manifest(
-            name=name, kind="lora" if options.lora else "full", base=base_ref, weights_sha256=releases.weights_sha256(tmp),
+    hyper = options.recorded()
+    hyper["care"] = asdict(options.care)
+    hyper["final_settings"] = settings_dict(run.settings)
+    hyper["controller"] = type(run.controller).__name__ if run.controller is not None else None
+
+    def manifest(folder: Path) -> releases.Manifest:
+        return releases.Manifest(
+            name=name, kind="lora" if options.lora else "full", base=base_ref, weights_sha256=releases.weights_sha256(folder),
             data={"kind": "rl", "templates": sorted({t.id for t in templates}), "instances": len(instances),
                   "episodes": len(instances) * options.group, "steps_log": str(run.run_dir / STEPS_LOG),
                   "rollouts": str(run.run_dir / ROLLOUTS)},
             hyperparameters=hyper, rendering=rendering_id(rendering), parent=options.source,
         )
-        releases.write_manifest(tmp, manifest)
-        tmp.replace(final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return manifest
+
+    return sft_module.write_release(home, name, trainer.model, tokenizer, lora=options.lora, rendering=rendering,
+                                    manifest_for=manifest)

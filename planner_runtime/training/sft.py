@@ -245,25 +245,38 @@ def _takes_logits_to_keep(model: Any) -> bool:
 
 def _write_release(trainer: Any, tokenizer: Any, dataset: sft_data.SftData, selection: sft_data.Selection,
                    options: SftOptions, name: str, base: Path, home: Path, parent: str | None) -> releases.Manifest:
-    final = releases.release_path(home, name)
-    tmp = final.with_name(final.name + ".part")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        trainer.model.save_pretrained(tmp)  # a PeftModel writes only its adapter
-        if options.lora:
-            _halve_adapter(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / RENDERING_FILE).write_text(options.rendering + "\n", encoding="utf-8")
-        manifest = releases.Manifest(
+    def manifest(folder: Path) -> releases.Manifest:
+        return releases.Manifest(
             name=name, kind="lora" if options.lora else "full",
             base=releases.BaseModelRef(spec=options.base, name=base.name, sha256=releases.weights_sha256(base)),
-            weights_sha256=releases.weights_sha256(tmp),
+            weights_sha256=releases.weights_sha256(folder),
             data={"selection": selection.to_json(), "dataset_sha256": dataset.sha256(), "trajectories": dataset.trajectories,
                   "sequences": len(dataset.sequences), "tokens": dataset.tokens, "trained_tokens": dataset.trained_tokens,
                   "masked_turns": dataset.masked_turns},
             hyperparameters=options.recorded(), rendering=rendering_id(options.rendering), parent=parent,
         )
+
+    return write_release(home, name, trainer.model, tokenizer, lora=options.lora, rendering=options.rendering,
+                         manifest_for=manifest)
+
+
+def write_release(home: Path, name: str, model: Any, tokenizer: Any, *, lora: bool, rendering: str,
+                  manifest_for: Callable[[Path], releases.Manifest]) -> releases.Manifest:
+    """Write release ``name`` from a trained model: its weights (a LoRA's adapter only, halved to
+    bfloat16), the tokenizer, the rendering it was trained on, and the manifest ``manifest_for``
+    makes of the folder once the weights are in it. The folder is written beside its final
+    place and renamed in at the end, so a failure leaves no half release."""
+    final = releases.release_path(home, name)
+    tmp = final.with_name(final.name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        model.save_pretrained(tmp)  # a PeftModel writes only its adapter
+        if lora:
+            _halve_adapter(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / RENDERING_FILE).write_text(rendering + "\n", encoding="utf-8")
+        manifest = manifest_for(tmp)
         releases.write_manifest(tmp, manifest)
         tmp.replace(final)
     finally:
