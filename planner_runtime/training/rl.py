@@ -179,10 +179,9 @@ def _step_logger(run: _Run) -> Any:
     class StepLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
             logs = logs or {}
-            record, run.pending = run.pending, None
-            if record is None or "loss" not in logs:
-                run.pending = record if "loss" not in logs else None
+            if run.pending is None or "loss" not in logs:  # the run's closing summary, or no rollout yet
                 return
+            record, run.pending = run.pending, None
             from datetime import datetime, timezone
 
             record.update(step=state.global_step, time=datetime.now(timezone.utc).isoformat(),
