@@ -169,7 +169,7 @@ def tasks_check(
     if as_json:
         _emit({"path": str(path), "ok": True, "tasks": len(tasks.tasks)} | ({"warnings": [u.to_json() for u in unset]} if unset else {}))
         return
-    console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK" + (f", {len(unset)} warnings" if unset else ""))
+    console.print(f"{escape(str(path))}: {len(tasks.tasks)} tasks OK" + (f", {len(unset)} warnings" if unset else ""), soft_wrap=True)
 
 
 def _load_skills(directory: Optional[Path]):  # noqa: ANN202 - list[Skill]

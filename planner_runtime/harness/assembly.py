@@ -27,7 +27,7 @@ from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimit
 from planner_runtime.harness.memory.episodes import episode_context
 from planner_runtime.harness.memory.search import MemoryStore
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
-from planner_runtime.harness.toolbox import DELEGATE_TOOL, choose_tools, device_tools, for_goal, installed_apps, with_skills
+from planner_runtime.harness.toolbox import DELEGATE_TOOL, choose_tools, device_tools, for_goal, installed_apps, services, with_skills
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
 from planner_runtime.harness.tools.memory import memory_tools
 from planner_runtime.harness.tools.screenshot import Screenshot
@@ -151,5 +151,5 @@ def plan_subagent(
     finish = [parent_tools["finish"]] if "finish" in parent_tools else []
     chosen_tools = ToolSet([t for t in tools if t.name != "finish"] + finish)
     pool = load_skills() if skills is None else list(skills)
-    chosen = select(pool, goal, tools=chosen_tools.names(), apps=installed_apps(ctx.installed()))
+    chosen = select(pool, goal, tools=chosen_tools.names(), apps=installed_apps(ctx.installed()) + services(ctx))
     return EpisodePlan(EpisodeRole.subagent, goal, chosen_tools, system_prompt(EpisodeRole.subagent, chosen), limits, tuple(chosen))

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError
-from planner_runtime.harness.apps import APPS, find_app
+from planner_runtime.harness.apps import APPS, App, find_app
 from planner_runtime.harness.relevance import scores, terms
 
 ENV_DIR = Settings.variable("skills_dir")
@@ -153,7 +153,27 @@ def check_skill(skill: Skill, tool_names: Iterable[str]) -> list[str]:
 _THE_DEVICE = re.compile(r"\b(?:my|the|this|your) phone\b(?! app)")
 
 
-def app_needs(goal: str) -> dict[str, float]:
+def _catalogue(services: Sequence[App] = ()) -> list[App]:
+    return [*APPS, *services]
+
+
+def services_among(apps: Iterable[str]) -> list[App]:
+    """The simulated services (families, as catalogue records) named in ``apps``: an episode
+    with a world has them beside its installed apps."""
+    from planner_runtime.harness.tools.simulated.tool import families
+
+    named = {a.lower() for a in apps}
+    return [App(f.family, (), (f.title.lower(), *f.aliases), f.topics) for f in families().values() if f.family in named]
+
+
+def _app_name(name: str, services: Sequence[App]) -> str | None:
+    entry = find_app(name)
+    if entry is not None:
+        return entry.name
+    return next((s.name for s in services if s.name == name.lower()), None)
+
+
+def app_needs(goal: str, services: Sequence[App] = ()) -> dict[str, float]:
     """How strongly ``goal`` names each catalogue app: by its name and aliases (what a user calls
     it) more than by its topics. A many-word alias counts only as the whole phrase ("file
     manager", not "manager"; "booking.com", not "booking"), and tool names stay out: ``read_text_file`` must not make "Text
@@ -161,10 +181,11 @@ def app_needs(goal: str) -> dict[str, float]:
     goal = _THE_DEVICE.sub("device", goal.lower())
     said = " ".join(_WORDS.findall(goal))
     docs = []
-    for app in APPS:
+    records = _catalogue(services)
+    for app in records:
         aliases = [a for a in app.aliases if a.isalnum() or f" {a} " in f" {said} "]
         docs.append([(" ".join([app.name, *aliases]), 3.0), (app.topics, 1.0)])
-    return {a.name: score for a, score in zip(APPS, scores(docs, goal))}
+    return {a.name: score for a, score in zip(records, scores(docs, goal))}
 
 
 def _needed_apps(needs: dict[str, float]) -> dict[str, float]:
@@ -173,9 +194,9 @@ def _needed_apps(needs: dict[str, float]) -> dict[str, float]:
     return {app: score for app, score in needs.items() if best > 0 and score >= best / 3}
 
 
-def _skill_app(skill: Skill, needed: dict[str, float]) -> str | None:
+def _skill_app(skill: Skill, needed: dict[str, float], services: Sequence[App] = ()) -> str | None:
     """The needed app ``skill`` works in, the most needed one when it serves several."""
-    apps = [entry.name for a in skill.apps if (entry := find_app(a)) and entry.name in needed]
+    apps = [name for a in skill.apps if (name := _app_name(a, services)) is not None and name in needed]
     return max(apps, key=lambda name: needed[name], default=None)
 
 
@@ -183,19 +204,19 @@ def _skill_text(skill: Skill) -> str:
     return f"{skill.name.replace('-', ' ')} {skill.description} {skill.when_to_use} {' '.join(skill.apps)}"
 
 
-def rank(skills: Sequence[Skill], goal: str) -> list[tuple[bool, float, Skill]]:
+def rank(skills: Sequence[Skill], goal: str, services: Sequence[App] = ()) -> list[tuple[bool, float, Skill]]:
     """Skills by what ``goal`` needs: first those of an app the goal names (at least a third of
     the best app's match), then by stemmed word overlap with the skill's text, weighted by rarity
     across the skills. The app comes first because a shared verb ("set", "put") says less about
     a skill than the app it works in: "Set an alarm" is a Clock goal whatever Settings says."""
     goal = _QUOTED.sub(" ", goal)
-    needed = _needed_apps(app_needs(goal))
+    needed = _needed_apps(app_needs(goal, services))
     docs = [_skill_text(s) for s in skills]
-    rows = [(_skill_app(skill, needed) is not None, text_score, skill) for text_score, skill in zip(scores(docs, goal), skills)]
+    rows = [(_skill_app(skill, needed, services) is not None, text_score, skill) for text_score, skill in zip(scores(docs, goal), skills)]
     return sorted(rows, key=lambda row: (not row[0], -row[1]))
 
 
-def _by_app(ranked: Sequence[tuple[bool, float, Skill]], needed: dict[str, float]) -> list[tuple[int, float, Skill]]:
+def _by_app(ranked: Sequence[tuple[bool, float, Skill]], needed: dict[str, float], services: Sequence[App] = ()) -> list[tuple[int, float, Skill]]:
     """The needed skills in rounds: the first holds each needed app's best skills (all those
     tied at its best score: "Text Ada ..." may be a read or a send), the next each app's next
     best, and so on, down to half the app's best score; an app the goal needs more comes first
@@ -203,7 +224,7 @@ def _by_app(ranked: Sequence[tuple[bool, float, Skill]], needed: dict[str, float
     a skill of each before a second of either."""
     per_app: dict[str, list[tuple[float, Skill]]] = {}
     for is_needed, score, skill in ranked:  # best score first
-        app = _skill_app(skill, needed) if is_needed else None
+        app = _skill_app(skill, needed, services) if is_needed else None
         if app is not None:
             per_app.setdefault(app, []).append((score, skill))
     rounds: list[list[tuple[float, str, Skill]]] = []
@@ -230,10 +251,11 @@ def select(
     shared verb is noise: "Turn the volume down" is no Wi-Fi or alarm goal)."""
     tool_set, app_set = set(tools), {a.lower() for a in apps}
     usable = [s for s in skills if set(s.tools) <= tool_set and (not s.apps or any(a.lower() in app_set for a in s.apps))]
-    ranked = rank(usable, goal)
-    needed = _needed_apps(app_needs(_QUOTED.sub(" ", goal)))
+    services = services_among(app_set)
+    ranked = rank(usable, goal, services)
+    needed = _needed_apps(app_needs(_QUOTED.sub(" ", goal), services))
     if any(is_needed for is_needed, _, _ in ranked):
-        candidates = _by_app(ranked, needed)
+        candidates = _by_app(ranked, needed, services)
     else:
         # a word several skills share ("turn", "set") says nothing: one of them must have a word of its own
         bags = {id(skill): terms(_skill_text(skill)) & terms(_QUOTED.sub(" ", goal)) for _, _, skill in ranked}

@@ -92,7 +92,7 @@ class Delegate(Tool):
         plan = plan_subagent(args.goal, ctx, parent_tools=self.pool, named=args.tools, limits=limits, skills=lin.skills)
         child = plan.episode(
             planner=lin.planner,
-            ctx=ToolContext(device=ctx.device, gate=ctx.gate, screen_chars=ctx.screen_chars),
+            ctx=ToolContext(device=ctx.device, gate=ctx.gate, screen_chars=ctx.screen_chars, world=ctx.world),
             store=lin.store,
             identity=lin.identity.child(lin.parent_id),
             sampling=lin.sampling,

@@ -4,7 +4,10 @@ Every prompt carrying every tool would cost a small planner thousands of tokens 
 offer tools for apps the phone does not have. So an episode gets the general tools (screen,
 keys, finish, user, memory), the app tools of installed apps that the goal bears on (ranked
 lexically over each app's name, aliases and tool descriptions), and whatever its chosen skills
-use; a goal naming no app keeps them all.
+use; a goal naming no app keeps them all. An episode with a simulated world (a task's) may also
+be offered simulated services' tools (:mod:`planner_runtime.harness.tools.simulated`), ranked
+with the apps by their family's names and topics; a goal that bears on none gets none of them,
+so prompts do not grow with the size of the catalogue.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from planner_runtime.harness.tools.registry import default_tools
 from planner_runtime.harness.tools.core import AskUser
 from planner_runtime.harness.tools.memory import Recall, Remember
 from planner_runtime.harness.tools.screenshot import Screenshot
+from planner_runtime.harness.tools.simulated.tool import families, find_family, simulated_tools
 
 MAX_APPS = 4  # app domains offered to one goal
 # The sub-agent tool's name. The tool itself (harness.subagents) runs episodes and chooses their
@@ -35,9 +39,23 @@ def default_toolset() -> ToolSet:
 
 
 def episode_tool_names() -> set[str]:
-    """Every tool an episode can offer: the default list plus the per-episode ones (user,
-    screenshot, memory, sub-agents), which need a user, a profile or a planner to exist."""
-    return set(default_toolset().names()) | {t.name for t in (AskUser, Screenshot, Remember, Recall)} | {DELEGATE_TOOL}
+    """Every tool an episode can offer: the default list, the simulated services' tools, plus the
+    per-episode ones (user, screenshot, memory, sub-agents), which need a user, a profile or a
+    planner to exist."""
+    names = set(default_toolset().names()) | {t.name for t in simulated_tools()}
+    return names | {t.name for t in (AskUser, Screenshot, Remember, Recall)} | {DELEGATE_TOOL}
+
+
+def services(ctx: ToolContext) -> list[str]:
+    """The simulated families an episode on ``ctx`` can use (all, with a world; else none)."""
+    return list(families()) if ctx.world is not None else []
+
+
+def with_simulated(tools: ToolSet, ctx: ToolContext) -> ToolSet:
+    """``tools`` plus every simulated service's tool (before ``finish``) when ``ctx`` has a world."""
+    if ctx.world is None:
+        return tools
+    return with_skills(tools, [], [t for t in simulated_tools() if t.name not in tools])
 
 
 def with_skills(base: ToolSet, chosen: list[Skill], extra: Sequence[Tool] = ()) -> ToolSet:
@@ -61,16 +79,18 @@ def usable(tools: ToolSet, apps: Sequence[str]) -> ToolSet:
 def device_tools(ctx: ToolContext) -> ToolSet:
     """The default tools that work on ``ctx``'s phone: general ones and those of its installed apps."""
     apps = installed_apps(ctx.installed())
-    return usable(default_tools(apps), apps)
+    return with_simulated(usable(default_tools(apps), apps), ctx)
 
 
 def _app_doc(app: str, tools: list[Tool]) -> list[tuple[str, float]]:
-    """What an app is known by: its names and tool names weigh more than the tools' descriptions.
-    The app must be in the catalogue: a misspelt one would silently lose its aliases and topics."""
-    entry = find_app(app)
+    """What an app (or a simulated family) is known by: its names and tool names weigh more than
+    the tools' descriptions. The app must be in the catalogue: a misspelt one would silently
+    lose its aliases and topics."""
+    entry = find_family(app) if tools[0].simulated else find_app(app)
     if entry is None:
         raise ValueError(f"tool {tools[0].name!r} names app {app!r}, which is not in the apps catalogue")
-    names = " ".join([app, *entry.aliases, entry.topics, *(t.name.replace("_", " ") for t in tools)])
+    title = entry.title if tools[0].simulated else ""
+    names = " ".join([app, title, *entry.aliases, entry.topics, *(t.name.replace("_", " ") for t in tools)])
     return [(names, 3.0), (" ".join(t.description for t in tools), 1.0)]
 
 
@@ -93,10 +113,11 @@ def for_goal(tools: ToolSet, goal: str, *, keep: Iterable[str] = (), max_apps: i
     """``tools`` narrowed to what ``goal`` needs: every general tool (GUI, finish, user, memory),
     the app tools of the apps the goal bears on, and the tools named in ``keep`` (those the
     chosen skills use). A goal that bears on no app keeps every app tool: nothing says which
-    to drop. Order is kept, so the same goal on the same phone always gets the same prompt."""
+    to drop (but no simulated service's: those come only when the goal bears on them). Order
+    is kept, so the same goal on the same phone always gets the same prompt."""
     apps = set(relevant_apps(tools, goal, max_apps=max_apps))
     if not apps:
-        return tools
+        return ToolSet(t for t in tools if not t.simulated or t.name in set(keep))
     wanted = set(keep)
     return ToolSet(t for t in tools if t.app is None or t.app in apps or t.name in wanted)
 
@@ -111,8 +132,8 @@ def choose_tools(
     installed ones) whose tools are usable and whose apps are installed, and their composites
     and tools are offered, with ``extra`` before ``finish``."""
     apps = installed_apps(ctx.installed())
-    pool = usable(default_tools(apps), apps)
-    chosen = select(load_skills() if skills is None else list(skills), goal, tools=pool.names(), apps=apps)
+    pool = with_simulated(usable(default_tools(apps), apps), ctx)
+    chosen = select(load_skills() if skills is None else list(skills), goal, tools=pool.names(), apps=apps + services(ctx))
     if narrow:
         pool = for_goal(pool, goal, keep={t for s in chosen for t in s.referenced_tools()})
     return with_skills(pool, chosen, extra), chosen

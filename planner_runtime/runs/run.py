@@ -17,6 +17,7 @@ names what will be reset. A free-form goal is never seeded nor verified.
 from __future__ import annotations
 
 import socket
+from dataclasses import replace
 from contextlib import ExitStack, contextmanager
 from typing import Callable, Iterable, Iterator
 
@@ -37,6 +38,9 @@ from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed, seeds_memory
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.tasks.verifiers import verify
+from planner_runtime.tasks.world import uses_world, world_for
+from planner_runtime.harness.tools.simulated.llm import LlmSimulator
+from planner_runtime.harness.tools.simulated.world import World
 from planner_runtime.trajectories.store import TrajectoryStore
 
 
@@ -170,6 +174,8 @@ def run_goal(
     max_tokens: int | None = None,
     on_child_step: Callable[[Step], None] | None = None,
     trajectory_id: str | None = None,
+    world: World | None = None,
+    simulator: LlmSimulator | None = None,
 ) -> Trajectory:
     """Run one episode on ``device`` (any :class:`~device_farm.Device`); seed before and verify
     after when ``task`` is given.
@@ -187,9 +193,16 @@ def run_goal(
     ``on_child_step`` sees the steps of delegated sub-agents as they happen. ``trajectory_id``
     (default: a new one) lets a caller name the episode before it starts, e.g. to report it
     when interrupted. Seeding is not checked here: callers that may reach a real phone call
-    :func:`check_reset` first.
+    :func:`check_reset` first. A task that uses simulated tools runs in a simulated ``world``
+    (default: its own, made by :func:`~planner_runtime.tasks.world.world_for`, with
+    ``simulator`` writing the responses when given); on the built-in phone its source is then
+    ``simulated``. A free-form goal has no world, so no simulated tool is offered to it.
     """
     identity = identity.for_task(task.id if task else None)
+    if world is None and task is not None and uses_world(task):
+        world = world_for(task, simulator)
+    if world is not None and identity.source is Source.sandbox:
+        identity = replace(identity, source=Source.simulated)
     with ExitStack() as stack:
         if task is not None and seeds_memory(task):
             memory = stack.enter_context(scratch_store())
@@ -202,13 +215,13 @@ def run_goal(
             scripted = ScriptedAnswers.from_mapping({k: task.render(v) for k, v in task.user_answers.items()}, f"task {task.id}")
         limits = run_limits(max_steps=max_steps, task_steps=task.max_steps if task else None, max_tokens=max_tokens)
         lineage = Lineage(planner=planner, store=store, identity=identity, parent_id=trajectory_id, limits=limits, on_step=on_child_step)
-        ctx = ToolContext(device=device, gate=gate or SafetyGate())
+        ctx = ToolContext(device=device, gate=gate or SafetyGate(), world=world)
         plan = plan_run(goal, ctx, limits=limits, trajectory_id=trajectory_id, memory=memory, user=chain(scripted, ask),
                         delegate=lambda tools: Delegate(tools, lineage))
         episode = plan.episode(planner=planner, ctx=ctx, store=store, identity=identity, on_step=on_step, trajectory_id=trajectory_id)
         trajectory = episode.run()
         if task is not None:
-            verdict = verify(task, device, trajectory)
+            verdict = verify(task, device, trajectory, world)
             store.set_verdict(trajectory.id, verdict)
             trajectory = store.get(trajectory.id)
         if memory is not None:

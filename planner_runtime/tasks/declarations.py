@@ -166,6 +166,42 @@ class FileCheck(SpecModel):
         return self
 
 
+_COLLECTION = r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$"  # family.collection of the simulated world
+
+
+class WorldSeed(SpecModel):
+    """Rows written into a simulated collection before the episode (string values are
+    templates): each takes the place of the row with its key, or with ``replace`` the
+    collection holds these rows only."""
+
+    collection: str = Field(pattern=_COLLECTION)
+    rows: tuple[dict[str, Scalar | None], ...] = ()
+    replace: bool = False
+
+
+class WorldCheck(SpecModel):
+    """The simulated world's end state: between ``min`` and ``max`` rows of ``collection``
+    match ``match`` (a key may end in ``~`` contains, ``<=``, ``>=`` or ``!=``; values are
+    templates) and, with ``field``, each of them holds ``equals`` there (numbers within
+    ``tolerance``)."""
+
+    collection: str = Field(pattern=_COLLECTION)
+    match: dict[str, Scalar | None] = Field(default_factory=dict)
+    min: int = Field(default=1, ge=0)
+    max: int | None = Field(default=None, ge=0)
+    field: str | None = None
+    equals: Scalar | None = None
+    tolerance: float = Field(default=0.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorldCheck:
+        if self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max}); for 'no such rows' write min: 0, max: 0")
+        if (self.field is None) != ("equals" not in self.model_fields_set):
+            raise ValueError("field and equals go together: the value each matching row holds in that field")
+        return self
+
+
 class SetupAction(_OneOf):
     content_insert: ContentInsert | None = None
     content_delete: ContentRows | None = None
@@ -173,6 +209,7 @@ class SetupAction(_OneOf):
     settings_put: SettingPut | None = None
     file_push: FilePush | None = None
     folder_empty: FolderEmpty | None = None
+    world: WorldSeed | None = None
 
 
 class CheckSpec(_OneOf):
@@ -188,3 +225,4 @@ class CheckSpec(_OneOf):
     max_steps_used: int | None = Field(default=None, ge=1)
     setting: SettingCheck | None = None
     file: FileCheck | None = None
+    world: WorldCheck | None = None

@@ -76,7 +76,9 @@ def _tool_schemas(skills_dir: Path) -> Mapping[str, type[BaseModel]]:
     from planner_runtime.harness.tools.memory import Recall, Remember
     from planner_runtime.harness.tools.screenshot import Screenshot
 
-    tools = {t.name: t.Args for t in with_skills(default_toolset(), load_skills(skills_dir))}
+    from planner_runtime.harness.tools.simulated.tool import simulated_tools
+
+    tools = {t.name: t.Args for t in with_skills(default_toolset(), load_skills(skills_dir), simulated_tools())}
     return tools | {cls.name: cls.Args for cls in (AskUser, Screenshot, Remember, Recall, Delegate)}
 
 

@@ -35,6 +35,8 @@ def seed(task: TaskSpec, device: Device, memory: MemoryStore | None = None) -> N
             trigger = Trigger.parse(task.render(m.trigger)) if m.trigger else None
             memory.add(Memory(kind=MemoryKind(m.kind), text=task.render(m.text), provenance=f"task:{task.id}", confidence=m.confidence, trigger=trigger))
             continue
+        if action.world is not None:
+            continue  # the simulated world is seeded where the episode's world is made (tasks.world)
         if action.content_insert is not None:
             values = {k: task.render(v) if isinstance(v, str) else v for k, v in action.content_insert.values.items()}
             content_insert(device, task.render(action.content_insert.uri), values)

@@ -16,7 +16,7 @@ import random
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, Field, ValidationError, model_validator
@@ -27,6 +27,8 @@ from planner_runtime.tasks.declarations import CheckSpec, SetupAction, SpecModel
 from planner_runtime.tasks.demos import DemoCall, check_demo, render_demo
 from planner_runtime.tasks.templates import FieldProblem, check_templates
 from planner_runtime.tasks.where import parse_where
+from planner_runtime.tasks.world import check_world
+from planner_runtime.yaml_lines import line_of, read_yaml, validation_problems
 
 SUITES_DIR = Path(__file__).parent / "suites"
 
@@ -96,6 +98,7 @@ class TaskSpec(SpecModel):
             raise FieldProblem(("variants",), "a task with random parameters has an instance per seed (<id>@<seed>): "
                                               "give variants or random, not both")
         check_templates(self)
+        check_world(self)
         check_demo(self, self.demo)
         return self
 
@@ -160,38 +163,6 @@ class Suite(SpecModel):
     tasks: tuple[TaskSpec, ...] = Field(min_length=1)
 
 
-def _line_of(node: yaml.Node | None, loc: Iterable[Any]) -> int | None:
-    """1-based line of the YAML node at pydantic error location ``loc`` (deepest found)."""
-    line = node.start_mark.line + 1 if node is not None and node.start_mark is not None else None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if getattr(k, "value", None) == str(part)), None)
-            if match is None:
-                break
-            node = match
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-        else:
-            continue  # pydantic adds union/tag names that are not in the YAML
-        line = node.start_mark.line + 1
-    return line
-
-
-_SHAPES = {dict: "a mapping (key: value)", list: "a list", str: "a string", bool: "true/false", int: "a number",
-           float: "a number", type(None): "nothing"}
-_EXPECTED = {"dict_type": "a mapping (key: value)", "model_type": "a mapping (key: value)", "model_attributes_type": "a mapping (key: value)",
-             "tuple_type": "a list", "list_type": "a list", "string_type": "a string"}
-
-
-def _message(err: Any) -> str:
-    """pydantic's message in the words of the YAML: "expected a list, got a mapping"."""
-    expected = _EXPECTED.get(err["type"])
-    if expected is not None:
-        got = next((name for kind, name in _SHAPES.items() if isinstance(err.get("input"), kind)), "something else")
-        return f"expected {expected}, got {got}"
-    return err["msg"].removeprefix("Value error, ")
-
-
 def load_suite(path: Path | str) -> Suite:
     """Load and validate a suite file; raise :class:`TaskSpecError` naming line and field (the
     first problem; :func:`suite_problems` lists them all)."""
@@ -209,55 +180,24 @@ def suite_problems(path: Path | str) -> list[TaskSpecError]:
 
 
 def _parse(path: Path) -> tuple[Suite | None, list[TaskSpecError]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        return None, [TaskSpecError(str(path), None, "file", exc.strerror or str(exc))]
-    except UnicodeDecodeError as exc:
-        text_line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        return None, [TaskSpecError(str(path), text_line, "file", f"not UTF-8 text (byte {exc.object[exc.start]:#04x})")]
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return None, [TaskSpecError(str(path), mark.line + 1 if mark else None, "yaml", str(exc).splitlines()[0])]
-    except RecursionError:
-        return None, [TaskSpecError(str(path), None, "yaml", "nested too deeply")]
+    data, node, problems = read_yaml(path)
+    if problems:
+        return None, problems
     if isinstance(data, list):  # a bare list of tasks is accepted too
         data, node = {"tasks": data}, yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "tasks"), node)])
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
-        return None, _validation_problems(path, node, exc)
+        return None, validation_problems(path, node, exc)
     problems = []
     seen: set[str] = set()
     for i, task in enumerate(suite.tasks):
         if task.id in seen:
-            problems.append(TaskSpecError(str(path), _line_of(node, ["tasks", i, "id"]), f"tasks.{i}.id", f"duplicate task id {task.id!r}"))
+            problems.append(TaskSpecError(str(path), line_of(node, ["tasks", i, "id"]), f"tasks.{i}.id", f"duplicate task id {task.id!r}"))
         seen.add(task.id)
     if problems:
         return None, problems
     return Suite(tasks=tuple(t for task in suite.tasks for t in task.expanded())), []
-
-
-def _validation_problems(path: Path, node: yaml.Node | None, exc: ValidationError) -> list[TaskSpecError]:
-    """One problem per field pydantic refused; a field refused by several members of a union
-    (each saying why it is not that member) is reported once, by the first."""
-    problems: dict[str, TaskSpecError] = {}
-    errors = exc.errors()
-    deeper = {tuple(e["loc"][:n]) for e in errors for n in range(len(e["loc"]))}
-    for err in errors:
-        if err["type"] == "too_short" and tuple(err["loc"]) in deeper:
-            continue  # "no tasks left" only because the tasks below it were refused: those say why
-        loc, message = list(err["loc"]), _message(err)
-        problem = err.get("ctx", {}).get("error")
-        if isinstance(problem, FieldProblem):  # found by a task-wide check: point at the field itself
-            loc, message = loc + list(problem.loc), problem.message
-        field = ".".join(str(p) for p in loc) or "tasks"
-        line = _line_of(node, loc)
-        problems.setdefault(f"{line}:{field}", TaskSpecError(str(path), line, field, message))
-    return sorted(problems.values(), key=lambda p: p.line or 0)
 
 
 def builtin_suite(name: str | None = None) -> Suite:

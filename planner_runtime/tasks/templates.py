@@ -122,6 +122,9 @@ def templates(task: Templated) -> Iterator[tuple[Loc, str, str]]:
             yield at + ("content",), "text", a.file_push.content
         elif a.folder_empty is not None:
             yield at + ("path",), "path", a.folder_empty.path
+        elif a.world is not None:
+            for n, row in enumerate(a.world.rows):
+                yield from ((at + ("rows", n, k), "text", v) for k, v in row.items() if isinstance(v, str))
     for i, c in enumerate(task.checks):
         at = ("checks", i, c.kind)
         if c.content is not None:
@@ -140,6 +143,10 @@ def templates(task: Templated) -> Iterator[tuple[Loc, str, str]]:
             yield at + ("path",), "path", c.file.path
             if c.file.contains is not None:
                 yield at + ("contains",), "text", c.file.contains
+        elif c.world is not None:
+            yield from ((at + ("match", k), "text", v) for k, v in c.world.match.items() if isinstance(v, str))
+            if isinstance(c.world.equals, str):
+                yield at + ("equals",), "text", c.world.equals
     for question, answer in task.user_answers.items():
         yield ("user_answers", question), "text", answer
 

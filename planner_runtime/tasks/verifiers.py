@@ -18,7 +18,7 @@ cannot be read) gives ``spec``: neither is ever scored against the planner.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from device_farm import Device
 from device_farm.android import content_query
@@ -27,10 +27,16 @@ from planner_runtime.contract import Check, FailureKind, FeedbackStatus, Traject
 from planner_runtime.errors import TaskCheckError
 from planner_runtime.tasks.declarations import CheckSpec
 from planner_runtime.tasks.spec import TaskSpec
+from planner_runtime.tasks.world import world_check
 
+if TYPE_CHECKING:
+    from planner_runtime.harness.tools.simulated.world import World
+
+CONTRADICTION = "contradiction"  # a world flag's prefix: an LLM simulator's response the world does not bear out
 ASK_TOOL = "ask_user"
 CONFIRMED = "confirmed by the user"  # the safety gate's reason, recorded in the feedback note
 _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+")
+_DEGREES = re.compile(r"°[CF]?$")
 _LEADING = "\"'([{<$€£~≈"
 _TRAILING = "\"'.,;:!?)]}>%*"
 _OTHERS_ALLOWED = 1  # values an answer_number answer may give beside the expected one and the goal's
@@ -143,10 +149,11 @@ def _answer_equals(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: 
 def numbers_in(text: str) -> list[float]:
     """The numbers written in ``text`` as words of their own (thousands separators allowed:
     ``1,250.5``; a currency sign, brackets and closing punctuation around them are dropped).
-    Digits inside another word are no number here: ``9:30``, ``2026-05-01``, ``4B``, ``IMG_0042``."""
+    Digits inside another word are no number here: ``9:30``, ``2026-05-01``, ``4B``, ``IMG_0042``;
+    a temperature's degree sign is dropped (``14°C``)."""
     found = []
     for word in text.split():
-        word = word.lstrip(_LEADING).rstrip(_TRAILING)
+        word = _DEGREES.sub("", word.lstrip(_LEADING).rstrip(_TRAILING)).rstrip(_TRAILING)
         if _NUMBER.fullmatch(word):
             found.append(float(word.replace(",", "")))
     return found
@@ -276,13 +283,25 @@ CHECKS: dict[str, CheckFn] = {
 }
 
 
-def run_check(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory) -> Check:
+def run_check(task: TaskSpec, spec: CheckSpec, device: Device, trajectory: Trajectory, world: World | None = None) -> Check:
     """One check; a device fault raises a DeviceError, a check the task wrote wrongly a TaskCheckError."""
+    if spec.kind == "world":
+        return world_check(task, spec, world)
     return CHECKS[spec.kind](task, spec, device, trajectory)
 
 
-def verify(task: TaskSpec, device: Device, trajectory: Trajectory) -> Verdict:
-    """Run every check of ``task`` against the device after ``trajectory`` ended."""
+def _simulator_check(world: World) -> Check:
+    """Whether an LLM simulator's responses agreed with the world (see harness.tools.simulated.llm)."""
+    wrong = [f for f in world.flags if f.startswith(CONTRADICTION)]
+    shown = "; ".join(world.flags[:4]) or "every response agreed with the world state"
+    return Check(name="the simulated responses agree with the world state", passed=not wrong, evidence=shown[:600])
+
+
+def verify(task: TaskSpec, device: Device, trajectory: Trajectory, world: World | None = None) -> Verdict:
+    """Run every check of ``task`` against the device (and the episode's simulated ``world``)
+    after ``trajectory`` ended. Where an LLM wrote the simulated responses and one of them
+    contradicted the world, the episode is not scored (``failure_kind=infra``): the simulator
+    misled the planner."""
     if trajectory.status is TrajectoryStatus.infra_error:
         return Verdict(
             success=False,
@@ -293,13 +312,18 @@ def verify(task: TaskSpec, device: Device, trajectory: Trajectory) -> Verdict:
     checks: list[Check] = []
     for spec in task.checks:
         try:
-            checks.append(run_check(task, spec, device, trajectory))
+            checks.append(run_check(task, spec, device, trajectory, world))
         except (TaskCheckError, DeviceError) as exc:
             # A DeviceError that is no infra fault refused the command the task made (one too long
             # for a phone): the task's doing as well.
             kind = FailureKind.infra if isinstance(exc, DeviceError) and exc.infra else FailureKind.spec
             checks.append(Check(name=spec.name or spec.kind, passed=False, evidence=f"check could not run: {exc}"))
             return Verdict(success=False, score=0.0, checks=tuple(checks), failure_kind=kind)
+    if world is not None and world.simulator is not None:
+        honest = _simulator_check(world)
+        if not honest.passed:
+            return Verdict(success=False, score=0.0, checks=(*checks, honest), failure_kind=FailureKind.infra)
+        checks.append(honest)
     passed = sum(c.passed for c in checks)
     success = passed == len(checks)
     return Verdict(

@@ -63,6 +63,9 @@ class Tool:
     # tool for any screen or app (GUI, finish), always offered.
     app: ClassVar[str | None] = None
     needs_app: ClassVar[bool] = True  # False: grouped with ``app`` but works without it installed
+    # A simulated service's tool (harness.tools.simulated): ``app`` names its family, and it is
+    # offered only in an episode with a world, to a goal that bears on that family.
+    simulated: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=_parameters(self.Args))

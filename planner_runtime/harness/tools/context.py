@@ -4,6 +4,7 @@ screen the planner saw (for element ids and for the changes shown with the next 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from device_farm import Device
 from device_farm.android import installed_packages
@@ -21,6 +22,9 @@ class ToolContext:
     gate: SafetyGate = field(default_factory=SafetyGate)  # deny sensitive actions unless told otherwise
     screen: Screen | None = None
     screen_chars: int = 3000
+    # The episode's simulated world (a simulated.world.World), shared with its sub-agents; None:
+    # no simulated tools run (a free-form goal), so none is offered.
+    world: Any = None
     _installed: set[str] | None = field(default=None, repr=False)
     _shown: Screen | None = field(default=None, repr=False)  # the last screen put in front of the planner
 

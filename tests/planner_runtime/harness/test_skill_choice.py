@@ -9,6 +9,7 @@ import pytest
 from planner_runtime.harness.apps import APPS
 from planner_runtime.harness.skills import load_skills, select
 from planner_runtime.harness.toolbox import episode_tool_names
+from planner_runtime.harness.tools.simulated.tool import families
 
 SKILLS = load_skills()
 ALL_APPS = [a.name for a in APPS]
@@ -62,8 +63,25 @@ TABLE = [
 ]
 
 
+# Goals for simulated services, in an episode with a world: every family competes with every app.
+WITH_WORLD = ALL_APPS + list(families())
+SERVICE_TABLE = [
+    ("What's the temperature in Paris right now?", "weather-check", {"settings-toggle"}),
+    ("Do I need an umbrella in London tomorrow?", "weather-check", {"shopping-buy"}),
+    ("Warn me whenever it is going to rain in Berlin", "weather-check", {"clock-set-alarm"}),
+]
+
+
 def test_the_table_covers_every_skill_so_every_app():
-    assert {want for _, want, _ in TABLE} == {s.name for s in SKILLS}
+    assert {want for _, want, _ in TABLE + SERVICE_TABLE} == {s.name for s in SKILLS}
+
+
+@pytest.mark.parametrize(("goal", "want", "not_first"), SERVICE_TABLE, ids=[g[:40] for g, _, _ in SERVICE_TABLE])
+def test_a_service_goal_gets_its_skill_in_an_episode_with_a_world(goal, want, not_first):
+    shown = [s.name for s in select(SKILLS, goal, tools=TOOLS, apps=WITH_WORLD)]
+    assert want in shown, shown
+    assert shown[0] not in not_first, shown
+    assert want not in [s.name for s in select(SKILLS, goal, tools=TOOLS, apps=ALL_APPS)]  # no world: no service skill
 
 
 @pytest.mark.parametrize(("goal", "want", "not_first"), TABLE, ids=[g[:40] for g, _, _ in TABLE])
