@@ -4,7 +4,7 @@ response of a simulated tool, the way a real service's API or app would phrase i
 The world stays the authority: the tool's steps run deterministically first (:mod:`.world`), so
 state changes and ``world`` checks never depend on what a model wrote, and the model is asked
 only to phrase the structured result. Its text is then checked against that result: a number
-in the text that the result, the call's arguments and the world's rows do not hold is a
+in the text that neither the result nor the call's arguments hold is a
 contradiction, flagged on the world, and the verdict of an episode with one is not scored
 (the simulator misled the planner: no fault of its own). An endpoint that is down, slow, or
 answers something that is not text becomes a flag and the structured result is answered
@@ -92,8 +92,7 @@ class LlmSimulator:
             world.flags.append(f"{FALLBACK}: {decl.name}: the simulator at {self.endpoint} gave no response ({type(exc).__name__}: "
                                f"{str(exc)[:160]}); the structured result was answered")
             return result
-        rows = [world.state[f"{family.family}.{c}"] for c in family.collections]
-        wrong = contradictions(text, result, dict(args), rows)
+        wrong = contradictions(text, result, dict(args))
         if wrong:
             shown = ", ".join(f"{n:g}" for n in wrong[:5])
             world.flags.append(f"{CONTRADICTION}: {decl.name} said {shown}, which the world does not hold: {text[:200]!r}")

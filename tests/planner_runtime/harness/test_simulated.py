@@ -1,0 +1,161 @@
+"""Simulated tools: family files are refused with file, line and field; the world runs a tool's
+steps all or nothing; world checks judge the end state; an LLM simulator that is down falls back
+and one that contradicts the world makes the episode unscored."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus
+from planner_runtime.errors import TaskSpecError
+from planner_runtime.harness.tools import ToolFailure
+from planner_runtime.harness.tools.simulated.family import family_problems
+from planner_runtime.harness.tools.simulated.llm import LlmSimulator
+from planner_runtime.harness.tools.simulated.tool import families, fresh_world, simulated_tools
+from planner_runtime.tasks.spec import find_task, load_suite
+from planner_runtime.tasks.verifiers import verify
+from planner_runtime.tasks.world import world_for
+
+FAMILY = """\
+family: toybank
+title: Toy Bank
+domain: finance
+collections:
+  accounts:
+    key: name
+    fields:
+      name: {type: string}
+      balance: {type: number}
+    rows:
+      - {name: checking, balance: 100}
+tools:
+  - name: toy_balance
+    description: Read an account's balance.
+    params:
+      account: {type: string, description: "Account name"}
+    steps:
+      - {verb: get, collection: accounts, match: {name: "{account}"}}
+    returns: {balance: "{item.balance}"}
+"""
+
+
+def _problems(tmp_path, text):
+    path = tmp_path / "fam.yaml"
+    path.write_text(text)
+    return family_problems(path)
+
+
+def test_a_family_file_loads_and_its_broken_variants_name_line_and_field(tmp_path):
+    family, problems = _problems(tmp_path, FAMILY)
+    assert problems == [] and family is not None and family.tools[0].name == "toy_balance"
+    _, problems = _problems(tmp_path, FAMILY.replace('"{item.balance}"', '"{item.overdraft}"'))
+    assert problems and problems[0].line == 19 and problems[0].field.startswith("tools.0.returns")
+    assert "no field 'overdraft'" in problems[0].message
+    _, problems = _problems(tmp_path, FAMILY.replace("balance: 100}", "balance: lots}"))
+    assert problems and problems[0].line == 11 and "rows.0.balance" in problems[0].field and "must be number" in problems[0].message
+    _, problems = _problems(tmp_path, FAMILY.replace('{name: "{account}"}', '{name: "{acount}"}'))
+    assert problems and "names no parameter" in problems[0].message
+
+
+def test_the_shipped_families_load_and_their_tool_names_are_unique():
+    from planner_runtime.harness.toolbox import default_toolset
+
+    names = [t.name for t in simulated_tools()]
+    assert len(names) == len(set(names)) and families()
+    assert not set(names) & set(default_toolset().names())
+
+
+def test_a_tool_that_fails_midway_leaves_the_world_as_it_was():
+    world = fresh_world()
+    weather = families()["weather"]
+    subscribe = next(t for t in weather.tools if t.name == "subscribe_weather")
+    before = world.dump()
+    with pytest.raises(ToolFailure, match="no cities with city='Atlantis'"):
+        world.run(weather, subscribe, {"city": "Atlantis", "kind": "rain", "time": None})
+    assert world.dump() == before
+    done = world.run(weather, subscribe, {"city": "paris", "kind": "rain", "time": None})
+    assert done["city"] == "Paris" and len(world.rows("weather.subscriptions")) == 1
+
+
+def _trajectory(answer: str) -> Trajectory:
+    return Trajectory(goal="g", source=Source.simulated, device=DeviceRef(serial="x"), planner="scripted",
+                      status=TrajectoryStatus.finished, answer=answer)
+
+
+def test_world_checks_judge_the_end_state():
+    task = find_task("weather.cancel_subscription")
+    world = world_for(task)
+    assert not verify(task, None, _trajectory("done"), world).success  # nothing cancelled yet
+    world.seed("weather.subscriptions", [r for r in world.rows("weather.subscriptions") if r["city"] != "Paris"], replace=True)
+    assert verify(task, None, _trajectory("done"), world).success
+
+
+def test_a_task_seeding_a_row_that_does_not_fit_is_refused_with_its_field(tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text("""\
+tasks:
+  - id: w.bad
+    goal: "x"
+    domain: weather
+    setup:
+      - world: {collection: weather.cities, rows: [{city: Oslo, temp_c: cold}]}
+    checks:
+      - world: {collection: weather.cities, match: {city: Oslo}}
+""")
+    with pytest.raises(TaskSpecError) as err:
+        load_suite(path)
+    assert err.value.line == 6 and "setup.0.world" in err.value.field
+
+
+class _Llm(BaseHTTPRequestHandler):
+    reply = "It is 14 degrees in Paris."
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps({"choices": [{"message": {"content": type(self).reply}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def llm():
+    server = HTTPServer(("127.0.0.1", 0), _Llm)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_an_llm_simulator_writes_text_and_a_contradiction_makes_the_episode_unscored(llm):
+    task = find_task("weather.now")
+    weather = families()["weather"]
+    now = next(t for t in weather.tools if t.name == "weather_now")
+    world = world_for(task, LlmSimulator(llm))
+    _Llm.reply = "It is 14 degrees and cloudy in Paris."
+    assert world.simulator.respond(world, weather, now, {"city": "Paris"}, world.run(weather, now, {"city": "Paris"})) == {
+        "response": "It is 14 degrees and cloudy in Paris."}
+    assert world.flags == []
+    assert verify(task, None, _trajectory("14°C"), world).success
+    _Llm.reply = "It is 31 degrees in Paris."
+    world.simulator.respond(world, weather, now, {"city": "Paris"}, world.run(weather, now, {"city": "Paris"}))
+    verdict = verify(task, None, _trajectory("14°C"), world)
+    assert not verdict.success and verdict.failure_kind is FailureKind.infra and "31" in verdict.checks[-1].evidence
+
+
+def test_an_llm_simulator_that_is_down_falls_back_to_the_structured_result():
+    weather = families()["weather"]
+    now = next(t for t in weather.tools if t.name == "weather_now")
+    world = fresh_world()
+    world.simulator = LlmSimulator("http://127.0.0.1:9", timeout=2)
+    result = world.run(weather, now, {"city": "Paris"})
+    assert world.simulator.respond(world, weather, now, {"city": "Paris"}, result) == result
+    assert world.flags and world.flags[0].startswith("fallback")
