@@ -38,6 +38,7 @@ from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.tasks.verifiers import numbers_in, verify
+from planner_runtime.tasks.world import task_world
 from planner_runtime.trajectories.store import TrajectoryStore
 
 UTC = ZoneInfo("UTC")
@@ -161,14 +162,15 @@ def audit(tasks: Iterable[TaskSpec], open_device: DeviceFactory, store: Trajecto
         planner = ScriptedPlanner([ToolCall(name="finish", arguments={"answer": ""})], release="audit-noop")
         try:
             with open_device() as (device, identity):
+                world = task_world(task)  # the baselines below judge the world this episode left
                 traj = run_goal(task.rendered_goal(), device=device, identity=identity,
-                                planner=planner, store=store, task=task, max_steps=1)
+                                planner=planner, store=store, task=task, max_steps=1, world=world)
                 assert traj.verdict is not None  # run_goal verifies every task
                 listing = spraying = None
                 if traj.verdict.failure_kind not in (FailureKind.infra, FailureKind.spec):
                     zone = phone_zone(device)
-                    listing = verify(task, device, traj.model_copy(update={"answer": naming_everything(task, zone)}))
-                    spraying = verify(task, device, traj.model_copy(update={"answer": number_spray(task, zone)}))
+                    listing = verify(task, device, traj.model_copy(update={"answer": naming_everything(task, zone)}), world)
+                    spraying = verify(task, device, traj.model_copy(update={"answer": number_spray(task, zone)}), world)
         except DeviceError as exc:
             results.append(AuditResult(task.id, None, error=str(exc), device_fault=exc.infra))
             if exc.infra:  # the phone is gone: the tasks after this one would only repeat it

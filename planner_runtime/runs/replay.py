@@ -28,6 +28,7 @@ from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.tasks.verifiers import verify
+from planner_runtime.tasks.world import task_world
 from planner_runtime.trajectories.store import TrajectoryStore
 
 
@@ -77,7 +78,7 @@ def _prepare(trajectory: Trajectory, task: TaskSpec | None, device: Device, from
     if task is not None:
         seed(task, device)
     device.press("home")
-    ctx = ToolContext(device=device, gate=SafetyGate())
+    ctx = ToolContext(device=device, gate=SafetyGate(), world=task_world(task))  # a fresh world, seeded as the task's was
     limits = replan_limits(recorded_steps=len(trajectory.steps), from_step=from_step, task_steps=task.max_steps if task else None)
     return plan_replan(trajectory.goal, ctx, limits=limits, recorded={t.name for t in trajectory.tools}), ctx
 
@@ -105,7 +106,7 @@ def reexecute(trajectory: Trajectory, device: Device, task: TaskSpec | None) -> 
     """Re-run every recorded call on ``device`` (fresh, seeded from ``task``) and compare."""
     plan, ctx = _prepare(trajectory, task, device)
     ran, divergence = _rerun(trajectory.steps, plan.tools, ctx, stop_at_divergence=False)
-    verdict = verify(task, device, trajectory) if task is not None else None
+    verdict = verify(task, device, trajectory, ctx.world) if task is not None else None
     return ReplayReport(trajectory.id, ran, divergence, verdict)
 
 
@@ -136,6 +137,6 @@ def replan(
                            prefix=trajectory.steps[:from_step], history=trajectory.messages_at(from_step))
     result = episode.run()
     if task is not None:
-        store.set_verdict(result.id, verify(task, device, result))
+        store.set_verdict(result.id, verify(task, device, result, ctx.world))
         result = store.get(result.id)
     return result

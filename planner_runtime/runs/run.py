@@ -38,7 +38,7 @@ from planner_runtime.planners import Planner
 from planner_runtime.tasks.seeding import seed, seeds_memory
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.tasks.verifiers import verify
-from planner_runtime.tasks.world import uses_world, world_for
+from planner_runtime.tasks.world import task_world
 from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.harness.tools.simulated.world import World
 from planner_runtime.trajectories.store import TrajectoryStore
@@ -199,8 +199,7 @@ def run_goal(
     ``simulated``. A free-form goal has no world, so no simulated tool is offered to it.
     """
     identity = identity.for_task(task.id if task else None)
-    if world is None and task is not None and uses_world(task):
-        world = world_for(task, simulator)
+    world = world if world is not None else task_world(task, simulator)
     if world is not None and identity.source is Source.sandbox:
         identity = replace(identity, source=Source.simulated)
     with ExitStack() as stack:

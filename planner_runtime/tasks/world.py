@@ -99,6 +99,12 @@ def world_for(task: Any, simulator: Any = None) -> World:
     return world
 
 
+def task_world(task: Any, simulator: Any = None) -> World | None:
+    """The world of ``task``'s episode when it uses one (see :func:`uses_world`), else None:
+    ``run``, ``replay`` and the audit all start an episode's world here."""
+    return world_for(task, simulator) if task is not None and uses_world(task) else None
+
+
 def _equal(have: Any, want: Any, tolerance: float) -> bool:
     if isinstance(have, (int, float)) and not isinstance(have, bool):
         try:

@@ -159,3 +159,25 @@ def test_an_llm_simulator_that_is_down_falls_back_to_the_structured_result():
     result = world.run(weather, now, {"city": "Paris"})
     assert world.simulator.respond(world, weather, now, {"city": "Paris"}, result) == result
     assert world.flags and world.flags[0].startswith("fallback")
+
+
+def test_an_episode_with_simulated_tools_is_replayed_in_a_fresh_world_and_the_audit_judges_its_world(tmp_path):
+    from planner_runtime.planners.demo import DemoPlanner
+    from planner_runtime.runs.audit import audit, builtin_phones
+    from planner_runtime.runs.replay import reexecute
+    from planner_runtime.runs.run import open_device, run_goal
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    task = find_task("weather.cancel_subscription")
+    with TrajectoryStore(tmp_path / "t.sqlite") as store:
+        with open_device(None, "127.0.0.1", 5037, virtual=True, say=lambda _: None) as (device, identity):
+            traj = run_goal(task.rendered_goal(), device=device, identity=identity, planner=DemoPlanner(task.rendered_demo()),
+                            store=store, task=task)
+            assert traj.verdict.success and traj.source is Source.simulated
+            report = reexecute(traj, device, task)
+        assert report.divergence is None and report.verdict.success and report.steps_replayed == 3
+        with builtin_phones() as phones:
+            (result,) = audit([task], phones, store)
+        # doing nothing leaves both subscriptions: the world check fails it, and the baselines are judged on that world
+        assert not result.verdict.success and result.verdict.failure_kind is FailureKind.agent
+        assert result.listing is not None and result.listing.failure_kind is FailureKind.agent

@@ -103,8 +103,10 @@ def matches(row: Mapping[str, Any], match: Mapping[str, Any]) -> bool:
                 return False
             if (a > b) if op == "<=" else (a < b):
                 return False
-        elif (op == "!=") == _same(have, wanted if not isinstance(have, (int, float)) else _num(wanted)):
-            return False
+        else:
+            equal = _same(have, _num(wanted) if isinstance(have, (int, float)) else wanted)
+            if equal == (op == "!="):
+                return False
     return True
 
 
