@@ -100,9 +100,16 @@ def _soak(tmp_path: Path, seconds: float, seed: int) -> None:
         assert sum(leases.values()) > THREADS and sum(r.record.faults for r in rows) > 0
         # Every phone comes back: after the last backoff each can be leased by serial.
         for phone in source.phones:
-            with pool.lease(timeout=15, require=Requirement(serial=phone.address)) as device:
+            lease = pool.lease(timeout=15, require=Requirement(serial=phone.address))
+            try:
+                device = lease.__enter__()
+            except DeviceUnavailable as exc:
+                rows = [r for r in pool.status(probe=True) if r.candidate.serial == phone.address]
+                pytest.fail(f"{phone.address} did not come back: {exc}; now {rows}")
+            try:
                 assert device.shell("echo back").output.strip() == "back"
-
+            finally:
+                lease.__exit__(None, None, None)
 
 def test_soak_short(tmp_path):
     _soak(tmp_path, seconds=5, seed=1)
