@@ -107,16 +107,33 @@ class AdbSource:
             http.close()
 
     def reconnect(self, candidate: DeviceCandidate, timeout: float = 3.0) -> bool:
-        if _NETWORK_SERIAL.match(candidate.serial):
-            try:
-                answer = host_query(self.host, self.port, f"host:connect:{candidate.serial}", timeout=timeout)
-            except DeviceError:
-                return False
-            if "connected to" not in answer:  # "failed to connect to ...: Connection refused"
-                return False
+        """Bring ``candidate`` back to ready within about ``timeout``. A network serial is dialled
+        again; when the server still lists a stale transport for it (``already connected`` but
+        offline), that transport is dropped and dialled once more, since adb would otherwise
+        keep the dead one until its own reconnect loop gives up."""
+        if not _NETWORK_SERIAL.match(candidate.serial):
+            return self._ready_within(candidate.serial, timeout)
+        if not self._dial(candidate.serial, timeout / 2):
+            return False
+        if self._ready_within(candidate.serial, timeout / 2):
+            return True
+        try:
+            host_query(self.host, self.port, f"host:disconnect:{candidate.serial}", timeout=timeout / 2)
+        except DeviceError:
+            return False
+        return self._dial(candidate.serial, timeout / 2) and self._ready_within(candidate.serial, timeout / 2)
+
+    def _dial(self, serial: str, timeout: float) -> bool:
+        try:
+            answer = host_query(self.host, self.port, f"host:connect:{serial}", timeout=timeout)
+        except DeviceError:
+            return False
+        return "connected to" in answer  # not "failed to connect to ...: Connection refused"
+
+    def _ready_within(self, serial: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while True:
-            if self.state(candidate.serial) == READY:
+            if self.state(serial) == READY:
                 return True
             if time.monotonic() >= deadline:
                 return False

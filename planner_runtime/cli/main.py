@@ -32,6 +32,7 @@ from planner_runtime.cli.release_option import RELEASE_HELP, model_option, resol
 from planner_runtime.cli.releases import releases_app
 from planner_runtime.cli.replay import replay
 from planner_runtime.cli.tasks import skills_app, tasks_app
+from planner_runtime.cli.tools import tools_app
 from planner_runtime.cli.trajectories import trajectories_app
 from planner_runtime.cli.train import train_app
 from planner_runtime.cli.viewer import view
@@ -40,7 +41,8 @@ from planner_runtime.cli.viewer import view
 app = typer.Typer(help="Android device-farm agent runtime: a frozen planner drives tool calls on phones.", no_args_is_help=True,
                   rich_markup_mode=None, epilog=EXIT_CODES_HELP)
 for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skills"), (export_app, "export"),
-                  (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases")):
+                  (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases"),
+                  (tools_app, "tools")):
     app.add_typer(sub, name=name)
 
 
