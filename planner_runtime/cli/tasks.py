@@ -228,3 +228,79 @@ def skills_check(directory: Optional[Path] = _SKILLS_DIR,
         raise typer.Exit(ExitCode.usage)
     if not as_json:
         console.print(f"{len(skills)} skills OK")
+
+
+@tasks_app.command("generate")
+def tasks_generate(
+    collection: str = typer.Option(..., "--collection", help="The collection whose failures to aim at (see `trajectories list`)."),
+    out: Path = typer.Option(..., "--out", help="The suite file to write the accepted tasks to (must not exist)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file) holding the collection."),
+    suite: Optional[Path] = typer.Option(None, "--suite", help="The suite the collection ran (default: built-in)."),
+    limit: int = typer.Option(10, "--max", min=1, max=200, help="At most this many candidates of each kind."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="An OpenAI-compatible endpoint (http://host:port) proposing new goal phrasings."),
+    model: str = typer.Option("planner", "--model", help="The model name sent to --llm."),
+    devices: int = typer.Option(2, "-n", "--devices", min=1, max=16, help="Virtual phones playing the candidates' demos."),
+    as_json: bool = typer.Option(False, "--json", help="Print the gaps and decisions as JSON (only JSON on stdout)."),
+) -> None:
+    """Write new executable tasks aimed at a collection's failures: compositions of a weak domain's
+    template with another app's into one cross-app task, and (with --llm) new goal phrasings.
+    Each is kept only when its spec checks, the audit flags nothing and its demo passes its own
+    verifier. Exit 0 when at least one was accepted, 1 when none was, 2 on a usage mistake."""
+    import tempfile
+
+    from planner_runtime.tasks.generate import compositions, failure_gaps, gate, phrasings, write_suite
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    if out.exists():
+        raise fail(f"{out} exists; choose a new file (nothing is overwritten)")
+    if not out.parent.is_dir():
+        raise fail(f"{out.parent} is not a folder")
+    if llm is not None and not llm.startswith(("http://", "https://")):
+        raise fail(f"--llm {llm!r}: give an http(s):// address of an OpenAI-compatible server")
+    try:
+        settings = Settings.from_env()
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    base = _load(suite)
+    db_path = store or settings.store_path
+    if not db_path.exists():
+        raise fail(f"no trajectory store at {db_path}")
+    say = err.print if as_json else console.print
+    with TrajectoryStore(db_path) as db:
+        try:
+            gaps = failure_gaps(db, collection, base)
+        except PlannerRuntimeError as exc:
+            raise fail(str(exc)) from exc
+    if gaps.failures == 0:
+        raise fail(f"collection {collection!r} has no failures to aim at ({gaps.episodes} episodes, all passed)")
+    for kind in ("category", "domain", "tool", "error"):
+        top = gaps.top(kind)[:5]
+        if top:
+            say(f"[bold]{kind}[/bold]: " + ", ".join(f"{escape(g.name)} {g.failures}/{g.episodes}" for g in top), soft_wrap=True)
+    candidates = compositions(base, gaps, limit)
+    refused: list[str] = []
+    if llm is not None:
+        worded, refused = phrasings(base, gaps, llm, limit, model=model)
+        candidates += worded
+    say(f"{len(candidates)} candidates; checking each (audit, demo) ...")
+    with tempfile.TemporaryDirectory(prefix="planner-agent-generate-") as scratch, \
+            TrajectoryStore(Path(scratch) / "gates.sqlite") as gates_db:
+        verdicts = gate(candidates, [t.id for t in base.tasks], store=gates_db, workers=devices, state_dir=Path(scratch))
+    if verdicts.accepted:
+        write_suite(verdicts.accepted, out, f"planner-agent tasks generate --collection {collection}\n"
+                                            f"aimed at: " + ", ".join(g.name for g in gaps.top("domain")[:5]))
+    if as_json:
+        _emit({"gaps": gaps.to_json(), "accepted": [t.id for t in verdicts.accepted],
+               "rejected": [{"task": i, "why": w} for i, w in verdicts.rejected], "refused": refused,
+               "out": str(out) if verdicts.accepted else None})
+    else:
+        for task_id, why in verdicts.rejected:
+            console.print(f"[red]rejected[/red] {escape(task_id)}: {escape(why)}", soft_wrap=True)
+        for line in refused:
+            console.print(f"[yellow]refused[/yellow] {escape(line)}", soft_wrap=True)
+        for task in verdicts.accepted:
+            console.print(f"[green]accepted[/green] {escape(task.id)}  {escape(task.rendered_goal())}", soft_wrap=True)
+        console.print(f"{len(verdicts.accepted)} accepted, {len(verdicts.rejected)} rejected"
+                      + (f", written to {escape(str(out))}" if verdicts.accepted else ", nothing written"))
+    if not verdicts.accepted:
+        raise typer.Exit(ExitCode.failed)
