@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from planner_runtime.tasks.generate import Gap, Gaps, compose, footprint, gate, phrasings
+from planner_runtime.runs.generate import Gap, Gaps, compose, footprint, gate, phrasings
 from planner_runtime.tasks.spec import Suite, builtin_suite, find_task, load_suite
 from planner_runtime.trajectories.store import TrajectoryStore
 
