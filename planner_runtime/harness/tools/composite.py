@@ -10,6 +10,7 @@ as the step's tool; a step the gate stops makes the whole composite ``blocked``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field, create_model
@@ -22,9 +23,15 @@ from planner_runtime.harness.tools import Blocked, Tool, ToolArgs, ToolContext, 
 _TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool}
 
 
+_WHOLE = re.compile(r"\{([A-Za-z_]\w*)\}\Z")
+
+
 def _fill(value: Any, params: dict[str, Any]) -> Any:
+    """``value`` with the parameters filled in; ``"{p}"`` alone keeps ``p``'s type, so a number
+    parameter reaches a tool's number argument as a number (arguments are validated strictly)."""
     if isinstance(value, str):
-        return value.format(**params)
+        whole = _WHOLE.match(value)
+        return params[whole.group(1)] if whole is not None else value.format(**params)
     if isinstance(value, dict):
         return {k: _fill(v, params) for k, v in value.items()}
     if isinstance(value, list):
@@ -64,17 +71,17 @@ class CompositeTool(Tool):
     def run(self, ctx: ToolContext, args: ToolArgs) -> ToolResult:
         params = args.model_dump()
         done: list[str] = []
+        found: list[dict[str, Any]] = []
         for number, step in enumerate(self.skill.composite, start=1):
-            screen = ctx.screen or ctx.observe()
-            if step.expect is not None:
+            if step.expect is not None:  # the screen is read only by steps that look at it
                 ref = ElementRef(**_fill(step.expect.model_dump(exclude_none=True), params))
-                if find(screen, ref) is None:
+                if find(ctx.screen or ctx.observe(), ref) is None:
                     raise ToolFailure(ErrorCode.action_failed, f"step {number}: expected {ref.model_dump(exclude_none=True)} on screen; after: {done}")
                 done.append(f"checked {ref.model_dump(exclude_none=True)}")
                 continue
             arguments = _fill(step.arguments, params)
             if isinstance(arguments.get("element"), dict):
-                target = find(screen, ElementRef(**arguments["element"]))
+                target = find(ctx.screen or ctx.observe(), ElementRef(**arguments["element"]))
                 if target is None:
                     if step.optional:
                         done.append(f"skipped {step.tool} (no {arguments['element']})")
@@ -89,4 +96,12 @@ class CompositeTool(Tool):
                     raise Blocked(f"step {number} ({step.tool}) was stopped by the safety gate: {hint}; after: {done}")
                 raise ToolFailure(code, f"step {number} ({step.tool}) failed: {hint}; after: {done}")
             done.append(f"{step.tool} {arguments}")
-        return ToolResult(result={"skill": self.skill.name, "steps": done}, observe=True)
+            if feedback.result is not None:  # what a step found (a lookup's answer) reaches the planner
+                found.append({"step": number, "tool": step.tool, "result": feedback.result})
+        result: dict[str, Any] = {"skill": self.skill.name, "steps": done}
+        if found:
+            result["results"] = found
+        # the screen after it, unless every step was a simulated service's (the phone did nothing)
+        on_phone = any(step.tool is None or step.tool not in self._tools or not self._tools[step.tool].simulated
+                       for step in self.skill.composite)
+        return ToolResult(result=result, observe=on_phone)

@@ -16,6 +16,7 @@ from planner_runtime.harness.tools import ToolFailure
 from planner_runtime.harness.tools.simulated.family import family_problems
 from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.harness.tools.simulated.tool import families, fresh_world, simulated_tools
+from planner_runtime.harness.tools.simulated.world import World
 from planner_runtime.tasks.spec import find_task, load_suite
 from planner_runtime.tasks.verifiers import verify
 from planner_runtime.tasks.world import world_for
@@ -79,6 +80,21 @@ def test_a_tool_that_fails_midway_leaves_the_world_as_it_was():
     assert world.dump() == before
     done = world.run(weather, subscribe, {"city": "paris", "kind": "rain", "time": None})
     assert done["city"] == "Paris" and len(world.rows("weather.subscriptions")) == 1
+
+
+def family_world(family) -> World:  # noqa: ANN001
+    return World.fresh({family.family: family})
+
+
+def test_a_get_goes_on_only_when_its_require_holds_and_find_or_add_refuse_one(tmp_path):
+    guarded = FAMILY.replace('match: {name: "{account}"}}', 'match: {name: "{account}"}, require: {balance: 0}, refuse: "{item.name} is not empty"}')
+    family, problems = _problems(tmp_path, guarded)
+    assert problems == [] and family is not None
+    world = family_world(family)
+    with pytest.raises(ToolFailure, match="checking is not empty"):
+        world.run(family, family.tools[0], {"account": "checking"})
+    _, problems = _problems(tmp_path, guarded.replace("verb: get", "verb: find"))
+    assert problems and "find takes no require or refuse" in problems[0].message and problems[0].field.endswith("require")
 
 
 def _trajectory(answer: str) -> Trajectory:
@@ -181,3 +197,25 @@ def test_an_episode_with_simulated_tools_is_replayed_in_a_fresh_world_and_the_au
         # doing nothing leaves both subscriptions: the world check fails it, and the baselines are judged on that world
         assert not result.verdict.success and result.verdict.failure_kind is FailureKind.agent
         assert result.listing is not None and result.listing.failure_kind is FailureKind.agent
+
+
+def test_a_composite_over_simulated_tools_passes_numbers_as_numbers_and_answers_what_its_lookups_found():
+    from planner_runtime.contract import FeedbackStatus, ToolCall
+    from planner_runtime.harness.skills import CompositeStep, Parameter, Skill
+    from planner_runtime.harness.tools import ToolContext, ToolSet
+    from planner_runtime.harness.tools.composite import CompositeTool
+
+    skill = Skill(name="watch-and-alert", description="Set a price alert, then read the alerts back",
+                  parameters={"symbol": Parameter(), "price": Parameter(type="number")},
+                  composite=(CompositeStep(tool="stock_alert_set", arguments={"symbol": "{symbol}", "direction": "below", "price": "{price}"}),
+                             CompositeStep(tool="stock_alerts", arguments={})))
+    tools = ToolSet([t for t in simulated_tools() if t.name in ("stock_alert_set", "stock_alerts")])
+    tools = ToolSet([*tools, CompositeTool(skill, tools)])
+    world = fresh_world()
+    # no screen is read: the steps look at none (and this context has no phone)
+    feedback = tools.execute(ToolCall(name=skill.tool_name, arguments={"symbol": "AMZN", "price": 170.5}), ToolContext(device=None, world=world))
+    assert feedback.status is FeedbackStatus.ok, feedback
+    assert [r["price"] for r in world.rows("stocks.alerts") if r["symbol"] == "AMZN"] == [170.5]
+    found = feedback.result["results"]
+    assert [f["tool"] for f in found] == ["stock_alert_set", "stock_alerts"]
+    assert any(a["symbol"] == "AMZN" and a["price"] == 170.5 for a in found[1]["result"]["alerts"])

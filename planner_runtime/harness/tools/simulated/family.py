@@ -123,8 +123,9 @@ class Step(Model):
     ``get`` one row matching ``match`` (none: the planner's mistake, answered with the keys there
     are); ``find`` rows (a list, ``limit`` at most, ``fields`` of each, sorted by ``sort``);
     ``add`` a row of ``values`` (its key made when not given); ``update`` the matched row's
-    ``values`` once each ``require`` holds; ``remove`` it; ``adjust`` its number ``field`` by
-    ``by``, refused past ``min``/``max``. ``as`` names the row(s) for later templates; ``refuse``
+    ``values``; ``remove`` it; ``adjust`` its number ``field`` by ``by``, refused past
+    ``min``/``max``. A get, update, remove or adjust goes on only when each ``require`` holds on
+    the matched row. ``as`` names the row(s) for later templates; ``refuse``
     is the hint when a ``require`` or a bound stops it."""
 
     verb: Literal["get", "find", "add", "update", "remove", "adjust"]
@@ -217,10 +218,16 @@ def check_tool(family: Family, tool: ToolDecl, at: tuple[str | int, ...]) -> Non
             raise Problem(here + ("field",), "adjust needs a number field and by")
         if step.verb in ("get", "update", "remove", "adjust") and not step.match:
             raise Problem(here + ("match",), f"{step.verb} needs a match naming the row")
+        if step.verb in ("find", "add") and (step.require or step.refuse):
+            raise Problem(here + ("require" if step.require else "refuse",),
+                          f"{step.verb} takes no require or refuse (they guard the one row a get, update, remove or adjust matched)")
         if step.verb in ("update", "add") and not step.values:
             raise Problem(here + ("values",), f"{step.verb} needs values")
-        for loc, name, field in _templates(step.model_dump(by_alias=True, include={"match", "values", "require", "by", "refuse"}), here):
+        for loc, name, field in _templates(step.model_dump(by_alias=True, include={"match", "values", "require", "by"}), here):
             _check_ref(family, tool, known, loc, name, field)
+        # a refusal speaks of the row it refuses: there {item.field} is that row's
+        for loc, name, field in _templates(step.model_dump(by_alias=True, include={"refuse"}), here):
+            _check_ref(family, tool, {**known, "item": (step.collection, False)}, loc, name, field)
         if step.verb == "add":
             missing = [f for f, d in coll.fields.items() if not d.optional and f not in step.values and f != coll.key]
             if missing:

@@ -206,12 +206,12 @@ class World:
             wanted = ", ".join(f"{k}={v!r}" for k, v in match.items() if v not in (None, ""))
             raise ToolFailure(ErrorCode.action_failed, f"no {step.collection} with {wanted}" + (f"; there are: {', '.join(there)}" if there else f"; {step.collection} is empty"))
         row = rows[0]
-        if step.verb == "get":
-            return dict(row)
         for key, wanted in fill(step.require, names).items():
             if not _same(row.get(key), wanted):
                 raise ToolFailure(ErrorCode.action_failed, fill(step.refuse, {**names, "item": row}) if step.refuse else
                                   f"{step.collection} {row[coll.key]!r} has {key}={row.get(key)!r}, not {wanted!r}")
+        if step.verb == "get":
+            return dict(row)
         if step.verb == "remove":
             self.state[name] = [r for r in self.state[name] if r is not row]
             return dict(row)
