@@ -88,6 +88,10 @@ SERVICE_TABLE = [
     ("How much mobile data have I used?", "carrier-data", set()),
     ("I'm flying to Spain, set up roaming", "carrier-roaming", set()),
     ("When did my phone last back up?", "cloud-backup-manage", set()),
+    ("Turn off the Living room lamp", "home-control", set()),
+    ("I'm off to bed, lock up the house for the night", "home-lock-up", set()),
+    ("Buy 4 of the cheapest tickets still available for Lina Moss in London", "tickets-buy", set()),
+    ("Book 3 seats together for The Last Orbit at Zoo Palast on December 4", "cinema-book", set()),
 ]
 
 
