@@ -92,6 +92,10 @@ SERVICE_TABLE = [
     ("I'm off to bed, lock up the house for the night", "home-lock-up", set()),
     ("Buy 4 of the cheapest tickets still available for Lina Moss in London", "tickets-buy", set()),
     ("Book 3 seats together for The Last Orbit at Zoo Palast on December 4", "cinema-book", set()),
+    ("Where is my Zalando parcel and when will it be delivered?", "parcels-track", {"shopping-buy"}),
+    ("Put the cheapest milk in my grocery cart", "grocery-order", {"shopping-buy"}),
+    ("How much arborio rice do I need to make mushroom risotto for 6 people?", "recipes-cook", {"food-order"}),
+    ("Book a table for 4 at Trattoria Lucia on Friday at 7 pm", "restaurants-book", {"food-order", "travel-book-hotel"}),
 ]
 
 
