@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
-from typing import Callable, ContextManager, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterable, Iterator
 from zoneinfo import ZoneInfo
 
 from device_farm import Device
@@ -40,6 +40,9 @@ from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.tasks.verifiers import numbers_in, verify
 from planner_runtime.tasks.world import task_world
 from planner_runtime.trajectories.store import TrajectoryStore
+
+if TYPE_CHECKING:
+    from planner_runtime.harness.tools.simulated.world import World
 
 UTC = ZoneInfo("UTC")
 SPRAY_UP_TO = 20  # counts a task asks for stay well below this
@@ -112,13 +115,36 @@ def shown(value: object, zone: ZoneInfo = UTC) -> list[str]:
     return list(dict.fromkeys(forms))
 
 
-def seeded_entities(task: TaskSpec, zone: ZoneInfo = UTC) -> list[str]:
-    """Every value the task's setup puts on the phone or in the user's memory, rendered as the
-    tools show it (see :func:`shown`), in order and without repeats: what an answer that "names
-    everything" the planner could see lists."""
+def _touched_families(task: TaskSpec) -> set[str]:
+    """The simulated families ``task`` works with: those its demo calls and its setup or checks name."""
+    from planner_runtime.harness.tools.simulated.tool import simulated_tools
+
+    family_of = {t.name: t.app for t in simulated_tools()}
+    named = {family_of[c.name] for c in task.demo if c.name in family_of}
+    named |= {a.world.collection.split(".", 1)[0] for a in task.setup if a.world is not None}
+    return named | {c.world.collection.split(".", 1)[0] for c in task.checks if c.world is not None}
+
+
+def world_values(task: TaskSpec, world: World | None) -> list[object]:
+    """Every value in the rows of the simulated services ``task`` works with, as its episode
+    starts: what the planner could read there (and so list)."""
+    if world is None:
+        return []
+    families = _touched_families(task)
+    return [v for name in sorted(world.state) if name.split(".", 1)[0] in families
+            for row in world.state[name] for v in row.values() if v is not None and not isinstance(v, bool)]
+
+
+def seeded_entities(task: TaskSpec, zone: ZoneInfo = UTC, world: World | None = None) -> list[str]:
+    """Every value the task's setup puts on the phone or in the user's memory, and every value of
+    the simulated services it works with (``world``), rendered as the tools show it (see
+    :func:`shown`), in order and without repeats: what an answer that "names everything" the
+    planner could see lists."""
     found: list[str] = []
-    for action in task.setup:
-        if action.content_insert is not None:
+    for action in [*task.setup, None]:
+        if action is None:
+            values = world_values(task, world)
+        elif action.content_insert is not None:
             values = [v for v in action.content_insert.values.values() if v is not None and not isinstance(v, bool)]
         elif action.file_push is not None:
             values = [PurePosixPath(action.file_push.path).name, action.file_push.content]
@@ -135,13 +161,13 @@ def seeded_entities(task: TaskSpec, zone: ZoneInfo = UTC) -> list[str]:
     return found
 
 
-def naming_everything(task: TaskSpec, zone: ZoneInfo = UTC) -> str:
-    return "; ".join(seeded_entities(task, zone))
+def naming_everything(task: TaskSpec, zone: ZoneInfo = UTC, world: World | None = None) -> str:
+    return "; ".join(seeded_entities(task, zone, world))
 
 
-def number_spray(task: TaskSpec, zone: ZoneInfo = UTC) -> str:
+def number_spray(task: TaskSpec, zone: ZoneInfo = UTC, world: World | None = None) -> str:
     """Every whole number up to :data:`SPRAY_UP_TO`, then every number the seeded values hold."""
-    seeded = [f"{v:g}" for text in seeded_entities(task, zone) for x in numbers_in(text) for v in (x, abs(x))]
+    seeded = [f"{v:g}" for text in seeded_entities(task, zone, world) for x in numbers_in(text) for v in (x, abs(x))]
     return "It is one of " + " ".join(dict.fromkeys([str(i) for i in range(SPRAY_UP_TO + 1)] + seeded))
 
 
@@ -169,8 +195,9 @@ def audit(tasks: Iterable[TaskSpec], open_device: DeviceFactory, store: Trajecto
                 listing = spraying = None
                 if traj.verdict.failure_kind not in (FailureKind.infra, FailureKind.spec):
                     zone = phone_zone(device)
-                    listing = verify(task, device, traj.model_copy(update={"answer": naming_everything(task, zone)}), world)
-                    spraying = verify(task, device, traj.model_copy(update={"answer": number_spray(task, zone)}), world)
+                    start = task_world(task)  # what the services held before the episode: what could be listed
+                    listing = verify(task, device, traj.model_copy(update={"answer": naming_everything(task, zone, start)}), world)
+                    spraying = verify(task, device, traj.model_copy(update={"answer": number_spray(task, zone, start)}), world)
         except DeviceError as exc:
             results.append(AuditResult(task.id, None, error=str(exc), device_fault=exc.infra))
             if exc.infra:  # the phone is gone: the tasks after this one would only repeat it

@@ -139,3 +139,17 @@ def test_audit_runs_on_a_phone_marked_disposable(tmp_path, virtual_phone, device
               "--store", str(tmp_path / "t.sqlite"), PLANNER_AGENT_DISPOSABLE_SERIALS=virtual_phone.serial)
     assert res.returncode == 0 and "warning" not in res.stderr, res.stdout + res.stderr
     assert not _kept(device)
+
+
+def test_naming_everything_lists_the_rows_of_the_services_a_task_uses_so_an_answer_only_check_is_flagged(store):
+    from planner_runtime.tasks.spec import find_task
+    from planner_runtime.tasks.world import task_world
+
+    guarded = find_task("flights.gate")  # asks for one gate; another flight's gate is excluded
+    bare = guarded.model_copy(update={"id": "flights.gate-bare", "checks": tuple(c for c in guarded.checks if c.answer_excludes is None)})
+    everything = naming_everything(bare, world=task_world(bare))
+    assert "B32" in everything and "A07" in everything  # every flight's gate the service holds
+    assert "Bahnhof" not in everything  # not the rows of services the task does not use
+    with builtin_phones() as phones:
+        flagged = {r.task_id: r.passes_by_naming_everything for r in audit([guarded, bare], phones, store)}
+    assert flagged == {"flights.gate": False, "flights.gate-bare": True}

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from planner_runtime.contract import ErrorCode
 from planner_runtime.harness.tools.errors import ToolFailure
-from planner_runtime.harness.tools.simulated.family import PLACEHOLDER, Collection, Family, Kind, Step, ToolDecl, row_problem, split_key
+from planner_runtime.harness.tools.simulated.family import OPERATORS, PLACEHOLDER, Collection, Family, Kind, Step, ToolDecl, row_problem, split_key
 
 _SHOWN_KEYS = 8  # keys a "no such row" hint names
 
@@ -203,7 +203,7 @@ class World:
             return [{k: r.get(k) for k in (step.fields or r)} for r in rows[: step.limit]]
         if not rows:
             there = [str(r[coll.key]) for r in self.state[name]][:_SHOWN_KEYS]
-            wanted = ", ".join(f"{k}={v!r}" for k, v in match.items() if v not in (None, ""))
+            wanted = ", ".join(f"{k}{'' if k.endswith(OPERATORS) else '='}{v!r}" for k, v in match.items() if v not in (None, ""))
             raise ToolFailure(ErrorCode.action_failed, f"no {step.collection} with {wanted}" + (f"; there are: {', '.join(there)}" if there else f"; {step.collection} is empty"))
         row = rows[0]
         for key, wanted in fill(step.require, names).items():
