@@ -99,6 +99,8 @@ def run(
                                           "and a task that seeds memories always, gets a scratch memory)."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Do not read or write the memory profile."),
     answers: Optional[Path] = typer.Option(None, "--answers", help="YAML of question pattern (regex) → answer for ask_user; without a terminal and without it, no user is available."),
+    simulator: Optional[str] = typer.Option(None, "--simulator", help="With --task: an OpenAI-compatible server (http://host:port) that phrases the simulated "
+                                            "services' answers; checked against their world (a contradiction leaves the episode unscored)."),
 ) -> None:
     """Run the assistant on a phone (the built-in virtual phone when none is attached).
 
@@ -108,6 +110,7 @@ def run(
     """
     from device_farm.errors import DeviceError
     from planner_runtime.contract import new_id
+    from planner_runtime.harness.tools.simulated.llm import LlmSimulator
     from planner_runtime.runs.run import check_reset, open_device, run_goal
     from planner_runtime.tasks.seeding import seeds_memory
     from planner_runtime.tasks.spec import builtin_suite, find_task, load_suite
@@ -122,6 +125,8 @@ def run(
             raise fail("give a goal or --task")
         if virtual and serial is not None:
             raise fail("--virtual and --serial exclude each other")
+        if simulator is not None and not simulator.startswith(("http://", "https://")):
+            raise fail(f"--simulator {simulator!r}: give an http(s):// address of an OpenAI-compatible server")
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         if store is not None and not store.parent.is_dir():
             raise fail(f"--store {store}: folder {store.parent} does not exist")
@@ -158,6 +163,7 @@ def run(
                 max_tokens=max_tokens,
                 on_child_step=print_child_step,
                 trajectory_id=trajectory_id,
+                simulator=LlmSimulator(simulator) if simulator is not None else None,
             )
             print_summary(traj, db.usage(traj.id))
     except PlannerRuntimeError as exc:

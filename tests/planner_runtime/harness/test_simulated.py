@@ -219,3 +219,20 @@ def test_a_composite_over_simulated_tools_passes_numbers_as_numbers_and_answers_
     found = feedback.result["results"]
     assert [f["tool"] for f in found] == ["stock_alert_set", "stock_alerts"]
     assert any(a["symbol"] == "AMZN" and a["price"] == 170.5 for a in found[1]["result"]["alerts"])
+
+
+def test_run_with_a_simulator_phrases_the_services_answers_and_refuses_a_bad_address_in_one_line(llm, tmp_path):
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", "run", "--task", "weather.now", "--planner", "demo",
+                               "--store", str(tmp_path / "t.sqlite"), *args], capture_output=True, text=True, timeout=240)
+
+    _Llm.reply = "Right now it is 14 degrees and cloudy in Paris."
+    done = cli("--simulator", llm, "--json")
+    assert done.returncode == 0, done.stderr
+    traj = json.loads(done.stdout)
+    assert traj["steps"][0]["feedback"]["result"] == {"response": "Right now it is 14 degrees and cloudy in Paris."}
+    bad = cli("--simulator", "ftp://nowhere")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "http" in bad.stderr
