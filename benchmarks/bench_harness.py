@@ -14,11 +14,17 @@ trajectory store's share (``append_step``), and per episode its start (choosing 
 skills, the first screen, the header, step 1) and its end (closing and reading back the trajectory).
 
     python benchmarks/bench_harness.py [--episodes 20]
+
+Two goals run side by side: a phone-only one, and one that also reads a simulated service (the
+episode has a world, so all of the catalogue's 200+ simulated tools compete for the prompt).
+For each it prints the tools offered and their schemas' size: the phone-only goal must be
+offered the same tools with a world as without (prompts do not grow with the catalogue).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -34,6 +40,7 @@ from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.trajectories.store import TrajectoryStore
 from planner_runtime.harness.identity import EpisodeIdentity
+from planner_runtime.harness.tools.simulated.tool import fresh_world, simulated_tools
 
 GOAL = "Set an alarm for 7:30, then show me my contacts"
 SCRIPT = [
@@ -47,6 +54,11 @@ SCRIPT = [
     {"name": "home", "arguments": {}},
     {"name": "finish", "arguments": {"answer": "Alarm set for 7:30; your contacts are on screen."}},
 ]
+
+
+GOAL_WORLD = "What's the weather in Paris right now? Then set an alarm for 7:30 and show me my contacts"
+SCRIPT_WORLD = [{"name": "weather_now", "arguments": {"city": "Paris"}}] + SCRIPT[:-1] + [
+    {"name": "finish", "arguments": {"answer": "14°C and cloudy in Paris; alarm set for 7:30."}}]
 
 
 class Clock:
@@ -87,10 +99,8 @@ def pct(values: list[float], q: float) -> float:
     return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--episodes", type=int, default=20)
-    episodes = ap.parse_args().episodes
+def measure(goal: str, script: list[dict], episodes: int, with_world: bool) -> dict[str, Any]:
+    """Harness milliseconds per step (and the rest) over ``episodes`` episodes of ``script``."""
     device_clock, plan_clock, store_clock = Clock(), Clock(), Clock()
     harness_ms: list[float] = []
     device_ms: list[float] = []
@@ -99,6 +109,7 @@ def main() -> None:
     by_tool: dict[str, list[tuple[float, float]]] = {}
     setup_ms: list[float] = []  # from run_goal's call to the end of step 1
     close_ms: list[float] = []  # from the end of the last step to run_goal's return
+    offered: tuple = ()
     with VirtualPhone() as phone, AdbServer() as server, tempfile.TemporaryDirectory() as tmp:
         serial = server.connect_device(phone.address)
         real = AdbDevice(serial, adb_port=server.port)
@@ -118,12 +129,14 @@ def main() -> None:
 
                 real.press("home")
                 started = (time.perf_counter(), device_clock.seconds, plan_clock.seconds, store_clock.seconds)
-                traj = run_goal(GOAL, device=device, identity=EpisodeIdentity(device=DeviceRef(serial=serial, model="virtual")),
-                         planner=TimedPlanner(ScriptedPlanner(SCRIPT), plan_clock), store=store, on_step=mark)
+                traj = run_goal(goal, device=device, identity=EpisodeIdentity(device=DeviceRef(serial=serial, model="virtual")),
+                                planner=TimedPlanner(ScriptedPlanner(script), plan_clock), store=store, on_step=mark,
+                                world=fresh_world() if with_world else None)
                 ended = (time.perf_counter(), device_clock.seconds, plan_clock.seconds, store_clock.seconds)
                 failed = [(s.tool_call.name, s.feedback.error) for s in traj.steps if s.feedback.status.value != "ok"]
                 if failed:
                     raise SystemExit(f"a scripted step failed, the figures would not be of real work: {failed}")
+                offered = traj.tools
                 if episode == 0:
                     continue
                 for name, before, after in zip(names[1:], marks, marks[1:]):
@@ -136,18 +149,40 @@ def main() -> None:
                 for spans, (a, b) in ((setup_ms, (started, marks[0])), (close_ms, (marks[-1], ended))):
                     spans.append(((b[0] - a[0]) - (b[1] - a[1]) - (b[2] - a[2])) * 1000)
         real.close()
+    return {"harness": harness_ms, "store": store_ms, "device": device_ms, "plan": plan_ms, "setup": setup_ms,
+            "close": close_ms, "by_tool": by_tool, "offered": offered}
 
+
+def report(title: str, r: dict[str, Any]) -> None:
     med = statistics.median
-    print(f"{episodes} episodes x {len(SCRIPT)} steps on the virtual phone (scripted planner), steps 2..{len(SCRIPT)} of each")
-    print(f"  harness per step      median {med(harness_ms):6.2f} ms   p90 {pct(harness_ms, 0.9):6.2f} ms   (target <= 5 ms median)")
-    print(f"    of it, store write  median {med(store_ms):6.2f} ms")
-    print(f"  device per step       median {med(device_ms):6.2f} ms   (excluded)")
-    print(f"  planner per step      median {med(plan_ms):6.2f} ms   (excluded; scripted, parsing included)")
-    print(f"  episode start         median {med(setup_ms):6.2f} ms   (tools, skills, first screen, header and step 1; device time excluded)")
-    print(f"  episode end           median {med(close_ms):6.2f} ms   (closing the trajectory, reading it back)")
-    for name, pairs in by_tool.items():
+    schema = sum(len(json.dumps(t.model_dump(mode="json"))) for t in r["offered"])
+    print(title)
+    print(f"  tools offered         {len(r['offered'])} ({schema:,} characters of schema)")
+    print(f"  harness per step      median {med(r['harness']):6.2f} ms   p90 {pct(r['harness'], 0.9):6.2f} ms   (target <= 5 ms median)")
+    print(f"    of it, store write  median {med(r['store']):6.2f} ms")
+    print(f"  device per step       median {med(r['device']):6.2f} ms   (excluded)")
+    print(f"  planner per step      median {med(r['plan']):6.2f} ms   (excluded; scripted, parsing included)")
+    print(f"  episode start         median {med(r['setup']):6.2f} ms   (tools, skills, first screen, header and step 1; device time excluded)")
+    print(f"  episode end           median {med(r['close']):6.2f} ms   (closing the trajectory, reading it back)")
+    for name, pairs in r["by_tool"].items():
         print(f"    {name:12} harness {med(p[0] for p in pairs):6.2f} ms   device {med(p[1] for p in pairs):6.2f} ms")
-    print(f"  harness share of a step: {med(harness_ms) / (med(harness_ms) + med(device_ms)):.0%} (model time aside)")
+    print(f"  harness share of a step: {med(r['harness']) / (med(r['harness']) + med(r['device'])):.0%} (model time aside)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--episodes", type=int, default=20)
+    episodes = ap.parse_args().episodes
+    print(f"{len(simulated_tools())} simulated tools in the catalogue; {episodes} episodes a goal, steps 2.. of each")
+    phone = measure(GOAL, SCRIPT, episodes, with_world=False)
+    phone_world = measure(GOAL, SCRIPT, episodes, with_world=True)
+    services = measure(GOAL_WORLD, SCRIPT_WORLD, episodes, with_world=True)
+    report(f"phone goal, no world: {GOAL!r}", phone)
+    report("the same goal in an episode with a world (every simulated service competing)", phone_world)
+    report(f"a goal that also reads a service: {GOAL_WORLD!r}", services)
+    same = [t.name for t in phone["offered"]] == [t.name for t in phone_world["offered"]]
+    print(f"phone goal offered the same tools with and without the services: {same}")
+    print(f"harness median, services goal / phone goal: {statistics.median(services['harness']) / statistics.median(phone['harness']):.2f}x")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ parameter in a ``where`` can only ever be data (see :mod:`planner_runtime.tasks.
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
 import random
+from collections import Counter
 import re
 from enum import StrEnum
 from pathlib import Path
@@ -29,6 +31,7 @@ from planner_runtime.tasks.templates import FieldProblem, check_templates
 from planner_runtime.tasks.where import parse_where
 from planner_runtime.tasks.world import check_world
 from planner_runtime.yaml_lines import line_of, read_yaml, validation_problems
+from planner_runtime.harness.skills import default_skills_dir
 
 SUITES_DIR = Path(__file__).parent / "suites"
 
@@ -165,8 +168,24 @@ class Suite(SpecModel):
 
 def load_suite(path: Path | str) -> Suite:
     """Load and validate a suite file; raise :class:`TaskSpecError` naming line and field (the
-    first problem; :func:`suite_problems` lists them all)."""
-    suite, problems = _parse(Path(path))
+    first problem; :func:`suite_problems` lists them all). A file loaded before and unchanged
+    since (same size and modification time, same skills folder for the demos' tool schemas) is
+    not read again: the suite is frozen, and the built-in one takes seconds to validate."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return _load(path)
+    return _load_unchanged(str(path.resolve()), stat.st_mtime_ns, stat.st_size, str(default_skills_dir()))
+
+
+@functools.lru_cache(maxsize=32)
+def _load_unchanged(path: str, mtime_ns: int, size: int, skills: str) -> Suite:
+    return _load(Path(path))
+
+
+def _load(path: Path) -> Suite:
+    suite, problems = _parse(path)
     if problems:
         raise problems[0]
     assert suite is not None
@@ -204,8 +223,7 @@ def builtin_suite(name: str | None = None) -> Suite:
     """A built-in suite by name, or every built-in suite together (ids are unique across them)."""
     if name is None:
         tasks = [t for path in sorted(SUITES_DIR.glob("*.yaml")) for t in load_suite(path).tasks]
-        ids = [t.id for t in tasks]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        dupes = sorted(i for i, n in Counter(t.id for t in tasks).items() if n > 1)
         if dupes:
             raise TaskSpecError(str(SUITES_DIR), None, "id", f"task ids used in two built-in suites: {dupes}")
         return Suite(tasks=tuple(tasks))
