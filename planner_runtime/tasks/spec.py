@@ -219,14 +219,23 @@ def _parse(path: Path) -> tuple[Suite | None, list[TaskSpecError]]:
     return Suite(tasks=tuple(t for task in suite.tasks for t in task.expanded())), []
 
 
+def _every_builtin_suite() -> Suite:
+    tasks = [t for path in sorted(SUITES_DIR.glob("*.yaml")) for t in load_suite(path).tasks]
+    dupes = sorted(i for i, n in Counter(t.id for t in tasks).items() if n > 1)
+    if dupes:
+        raise TaskSpecError(str(SUITES_DIR), None, "id", f"task ids used in two built-in suites: {dupes}")
+    return Suite(tasks=tuple(tasks))
+
+
 def builtin_suite(name: str | None = None) -> Suite:
     """A built-in suite by name, or every built-in suite together (ids are unique across them)."""
     if name is None:
-        tasks = [t for path in sorted(SUITES_DIR.glob("*.yaml")) for t in load_suite(path).tasks]
-        dupes = sorted(i for i, n in Counter(t.id for t in tasks).items() if n > 1)
-        if dupes:
-            raise TaskSpecError(str(SUITES_DIR), None, "id", f"task ids used in two built-in suites: {dupes}")
-        return Suite(tasks=tuple(tasks))
+        from planner_runtime.harness.tools.simulated.family import FAMILIES_DIR
+        from planner_runtime.tasks.suite_cache import cached
+
+        skills = default_skills_dir()
+        files = [*SUITES_DIR.glob("*.yaml"), *FAMILIES_DIR.glob("*.yaml"), *(skills.glob("*/SKILL.md") if skills.is_dir() else [])]
+        return cached("builtin", files, _every_builtin_suite)
     path = SUITES_DIR / f"{name}.yaml"
     if not path.exists():
         names = sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
