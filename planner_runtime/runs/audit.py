@@ -117,9 +117,9 @@ def shown(value: object, zone: ZoneInfo = UTC) -> list[str]:
 
 def _touched_families(task: TaskSpec) -> set[str]:
     """The simulated families ``task`` works with: those its demo calls and its setup or checks name."""
-    from planner_runtime.harness.tools.simulated.tool import simulated_tools
+    from planner_runtime.harness.tools.simulated.tool import families
 
-    family_of = {t.name: t.app for t in simulated_tools()}
+    family_of = {tool.name: name for name, family in families().items() for tool in family.tools}
     named = {family_of[c.name] for c in task.demo if c.name in family_of}
     named |= {a.world.collection.split(".", 1)[0] for a in task.setup if a.world is not None}
     return named | {c.world.collection.split(".", 1)[0] for c in task.checks if c.world is not None}
