@@ -116,6 +116,10 @@ def failure_gaps(store: TrajectoryStore, collection: str, suite: Suite) -> Gaps:
 
 
 # -- compositions --------------------------------------------------------------------------------
+_STATE = {"content_insert", "content_delete", "content", "world", "settings_put", "setting", "file_push", "file",
+          "folder_empty", "memory"}  # the setup actions and checks that touch state (not answers nor calls)
+
+
 def _target(kind: str, body: dict[str, Any]) -> str:
     if "uri" in body:
         return f"content:{urlparse(body['uri']).netloc}"
@@ -130,15 +134,10 @@ def _target(kind: str, body: dict[str, Any]) -> str:
 
 def footprint(task: TaskSpec) -> set[str]:
     """The state ``task`` seeds or checks (content authorities, settings, files, world families,
-    memory): two tasks compose only when theirs are disjoint."""
-    keys = set()
-    for part in (*task.setup, *task.checks):
-        for kind, body in part.model_dump(exclude_none=True).items():
-            if kind != "name" and isinstance(body, dict):
-                keys.add(_target(kind, body))
-            elif kind == "memory":
-                keys.add("memory")
-    return keys
+    memory): two tasks compose only when theirs are disjoint. Checks of the answer or of the
+    calls made touch no state, so two tasks may both have them."""
+    return {_target(kind, body) for part in (*task.setup, *task.checks)
+            for kind, body in part.model_dump(exclude_none=True).items() if kind in _STATE}
 
 
 def _rename(value: Any, names: set[str]) -> Any:

@@ -72,6 +72,9 @@ def test_a_composition_renames_the_second_tasks_parameters_and_joins_demos_and_a
     answer = both.rendered_demo()[-1].arguments["answer"]
     assert a.rendered_demo()[-1].arguments["answer"] in answer and b.rendered_demo()[-1].arguments["answer"] in answer
     assert len(both.checks) == len(a.checks) + len(b.checks)
+    # checks of calls or answers touch no state: two tasks that both have them still compose
+    calls = compose(find_task("weather.umbrella_tomorrow"), find_task("subagent.save_number_as_new_contact"))
+    assert {c.called.tool for c in calls.checks if c.called is not None} == {"weather_forecast", "delegate"}
     with pytest.raises(ValueError, match="share state"):  # both read and wipe the SMS provider
         compose(find_task("messages.send_text"), find_task("messages.send_text@1"))
 
