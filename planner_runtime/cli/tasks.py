@@ -266,11 +266,11 @@ def tasks_generate(
     if not db_path.exists():
         raise fail(f"no trajectory store at {db_path}")
     say = err.print if as_json else console.print
-    with TrajectoryStore(db_path) as db:
-        try:
+    try:
+        with TrajectoryStore(db_path) as db:
             gaps = failure_gaps(db, collection, base)
-        except PlannerRuntimeError as exc:
-            raise fail(str(exc)) from exc
+    except PlannerRuntimeError as exc:  # not a store, a newer one, no such collection
+        raise fail(str(exc)) from exc
     if gaps.failures == 0:
         raise fail(f"collection {collection!r} has no failures to aim at ({gaps.episodes} episodes, all passed)")
     for kind in ("category", "domain", "tool", "error"):

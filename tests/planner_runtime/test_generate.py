@@ -136,3 +136,11 @@ def test_generate_bad_input_is_one_line_and_exit_2(failed_collection, tmp_path):
         proc = cli("tasks", "generate", *args, "--out", str(tmp_path / "x.yaml"))
         assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert not (tmp_path / "x.yaml").exists()
+
+
+def test_generate_from_a_file_that_is_no_store_is_exit_2_and_writes_nothing(tmp_path):
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not a database")
+    proc = cli("tasks", "generate", "--collection", "c", "--store", str(garbage), "--out", str(tmp_path / "x.yaml"))
+    assert proc.returncode == 2 and "cannot open trajectory store" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "x.yaml").exists() and garbage.read_text() == "not a database"
