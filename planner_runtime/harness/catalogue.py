@@ -57,13 +57,11 @@ def _entry(tool: Tool | type[Tool]) -> ToolEntry:
 
 
 def _episode_tools() -> list[type[Tool]]:
-    """The general tools made per episode (they need a user, a profile or a planner to run)."""
+    """The general tools made per episode: the toolbox's, and the sub-agent tool."""
     from planner_runtime.harness.subagents import Delegate
-    from planner_runtime.harness.tools.core import AskUser
-    from planner_runtime.harness.tools.memory import Recall, Remember
-    from planner_runtime.harness.tools.screenshot import Screenshot
+    from planner_runtime.harness.toolbox import PER_EPISODE
 
-    return [AskUser, Screenshot, Remember, Recall, Delegate]
+    return [*PER_EPISODE, Delegate]
 
 
 def _composites() -> list[ToolEntry]:

@@ -33,6 +33,10 @@ MAX_APPS = 4  # app domains offered to one goal
 DELEGATE_TOOL = "delegate"
 
 
+# General tools made per episode: they need a user, a profile or the screenshot store to run.
+PER_EPISODE: tuple[type[Tool], ...] = (AskUser, Screenshot, Remember, Recall)
+
+
 def default_toolset() -> ToolSet:
     """Every default tool, of every app in the catalogue (imports every app's tool module)."""
     return default_tools()
@@ -43,7 +47,7 @@ def episode_tool_names() -> set[str]:
     per-episode ones (user, screenshot, memory, sub-agents), which need a user, a profile or a
     planner to exist."""
     names = set(default_toolset().names()) | {t.name for t in simulated_tools()}
-    return names | {t.name for t in (AskUser, Screenshot, Remember, Recall)} | {DELEGATE_TOOL}
+    return names | {t.name for t in PER_EPISODE} | {DELEGATE_TOOL}
 
 
 def services(ctx: ToolContext) -> list[str]:
