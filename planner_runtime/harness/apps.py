@@ -11,7 +11,7 @@ only for the apps in play (:mod:`planner_runtime.harness.tools.registry`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class App:
     topics: str = ""  # words of the goals it serves, for choosing its tools (harness.toolbox)
     # Its functional domain (one of harness.tools.simulated.family.DOMAINS, which simulated
     # families share), for the tool catalogue and the bench's breadth.
-    domain: str = "system"
+    domain: str = field(kw_only=True)
 
 
 APPS: tuple[App, ...] = (
