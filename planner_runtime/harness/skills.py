@@ -163,7 +163,7 @@ def services_among(apps: Iterable[str]) -> list[App]:
     from planner_runtime.harness.tools.simulated.tool import families
 
     named = {a.lower() for a in apps}
-    return [App(f.family, (), (f.title.lower(), *f.aliases), f.topics) for f in families().values() if f.family in named]
+    return [App(f.family, (), (f.title.lower(), *f.aliases), f.topics, domain=f.domain) for f in families().values() if f.family in named]
 
 
 def _app_name(name: str, services: Sequence[App]) -> str | None:
