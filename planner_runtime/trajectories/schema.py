@@ -4,7 +4,8 @@ A file's schema version is SQLite's ``user_version``. Version 0 is every file wr
 version was kept (up to and including the first release with ``parent`` links and a
 ``collections`` table); 1 adds ``steps.tokens``, a step's token ids packed
 (:mod:`planner_runtime.trajectories.tokens`); 2 adds ``trajectories.data_source`` (demo, teacher
-or self; NULL for older rows, whose planner column still says which it was). Migrations only add: an older file's rows are read
+or self; NULL for older rows, whose planner column still says which it was); 3 adds the review
+queue's tables, ``review_items`` and ``review_decisions`` (:mod:`planner_runtime.data.review`). Migrations only add: an older file's rows are read
 as they are (a step record that holds its whole model input still loads, see
 ``contract.Step.messages_new``), so nothing stored is rewritten or lost. A file from a newer
 release than this one is refused rather than misread.
@@ -12,12 +13,12 @@ release than this one is refused rather than misread.
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Integer, LargeBinary, MetaData, String, Table, Text
+from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Integer, LargeBinary, MetaData, String, Table, Text, UniqueConstraint
 from sqlalchemy.engine import Connection
 
 from planner_runtime.errors import StoreError
 
-VERSION = 2  # the schema this release writes
+VERSION = 3  # the schema this release writes
 
 metadata = MetaData()
 
@@ -68,6 +69,41 @@ collections = Table(
     Column("id", String, primary_key=True),
     Column("spec", JSON, nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False),
+)
+
+# The review queue (schema 3). An item is one reason to look at one trajectory; a trajectory may
+# have several (safety and conflict). Its resolution is what the data builder honours
+# (planner_runtime.data.review.labels): set once the item's required reviews agree.
+review_items = Table(
+    "review_items",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("trajectory_id", String, ForeignKey("trajectories.id"), nullable=False, index=True),
+    Column("reason", String, nullable=False, index=True),  # low_confidence | conflict | safety | manual
+    Column("detail", Text, nullable=False, default=""),  # why, in words (the signal that flagged it)
+    Column("priority", Integer, nullable=False, default=0),  # higher is reviewed first
+    Column("status", String, nullable=False, index=True),  # open | resolved
+    Column("required_reviews", Integer, nullable=False, default=1),  # 2 once reviewers disagree
+    Column("lease_by", String),  # who holds the item now; NULL: nobody
+    Column("lease_until", DateTime(timezone=True)),
+    Column("resolution", String),  # approve | reject | relabel, once resolved
+    Column("label_success", Boolean),  # a relabel's success; NULL otherwise
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("resolved_at", DateTime(timezone=True)),
+    UniqueConstraint("trajectory_id", "reason", name="one_item_per_reason"),
+)
+
+# Every decision a reviewer made, kept (who, when, what, why) even when a later one outweighs it.
+review_decisions = Table(
+    "review_decisions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("item_id", String, ForeignKey("review_items.id"), nullable=False, index=True),
+    Column("reviewer", String, nullable=False),
+    Column("decision", String, nullable=False),  # approve | reject | relabel
+    Column("label_success", Boolean),
+    Column("note", Text, nullable=False, default=""),
+    Column("decided_at", DateTime(timezone=True), nullable=False),
 )
 
 
