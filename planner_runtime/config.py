@@ -24,7 +24,7 @@ from planner_runtime.errors import ConfigError
 PREFIX = "PLANNER_AGENT_"
 # Set to an empty string these mean "unset" (``PLANNER_AGENT_THREADS= planner-agent run``), as they
 # always have where they are read; for the others an empty value is a mistake worth a message.
-_BLANK_IS_UNSET = frozenset({"threads", "cache_dir", "model_gguf", "skills_dir"})
+_BLANK_IS_UNSET = frozenset({"threads", "cache_dir", "model_gguf", "skills_dir", "harness_dir"})
 
 
 class Settings(BaseModel):
@@ -76,6 +76,11 @@ class Settings(BaseModel):
         default=None,
         description="A skills folder (<name>/SKILL.md files) to use instead of the built-in skills (PLANNER_AGENT_SKILLS_DIR).",
     )
+    harness_dir: Path | None = Field(
+        default=None,
+        description="A harness revision folder (system_prompt.txt, tool_descriptions.yaml, skills/) whose instructions "
+        "replace the built-in ones; what a co-evolution round writes and a person approves (PLANNER_AGENT_HARNESS_DIR).",
+    )
 
     @field_validator("threads", mode="before")
     @classmethod
@@ -87,7 +92,7 @@ class Settings(BaseModel):
             return int(text)
         return value
 
-    @field_validator("cache_dir", "model_gguf", "skills_dir")
+    @field_validator("cache_dir", "model_gguf", "skills_dir", "harness_dir")
     @classmethod
     def _user_path(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

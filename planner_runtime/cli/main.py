@@ -24,6 +24,7 @@ from planner_runtime.cli.collect import collect
 from planner_runtime.cli.demos import tasks_demos
 from planner_runtime.cli.devices import devices
 from planner_runtime.cli.export import export_app
+from planner_runtime.cli.harness import harness_app
 from planner_runtime.config import Settings, parse_host_port, unknown_variables
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
 from planner_runtime.cli.memory import memory_app, run_memory
@@ -42,7 +43,7 @@ app = typer.Typer(help="Android device-farm agent runtime: a frozen planner driv
                   rich_markup_mode=None, epilog=EXIT_CODES_HELP)
 for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skills"), (export_app, "export"),
                   (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases"),
-                  (tools_app, "tools")):
+                  (tools_app, "tools"), (harness_app, "harness")):
     app.add_typer(sub, name=name)
 
 

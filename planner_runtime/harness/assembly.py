@@ -26,6 +26,7 @@ from typing import Any, Callable, Collection, Sequence
 from planner_runtime.harness.episode import SYSTEM_PROMPT, Episode, EpisodeLimits
 from planner_runtime.harness.memory.episodes import episode_context
 from planner_runtime.harness.memory.search import MemoryStore
+from planner_runtime.harness.revision import current as current_revision
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
 from planner_runtime.harness.toolbox import DELEGATE_TOOL, choose_tools, device_tools, for_goal, installed_apps, services, with_skills
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
@@ -66,10 +67,11 @@ class EpisodePlan:
 
 
 def system_prompt(role: EpisodeRole, chosen: Sequence[Skill], known: str = "") -> str:
-    """The harness's prompt, a sub-agent's brief for that role, the chosen skills, and what the
+    """The harness's prompt (the revision's in use, else the built-in one), a sub-agent's brief for that role, the chosen skills, and what the
     memory knows that bears on the goal (``known``), in that order."""
     brief = SUBAGENT_PROMPT if role is EpisodeRole.subagent else ""
-    return "\n\n".join(part for part in (SYSTEM_PROMPT, brief, skills_prompt(chosen), known) if part)
+    base = current_revision().system_prompt or SYSTEM_PROMPT
+    return "\n\n".join(part for part in (base, brief, skills_prompt(chosen), known) if part)
 
 
 def run_limits(*, max_steps: int | None = None, task_steps: int | None = None, max_tokens: int | None = None) -> EpisodeLimits:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from planner_runtime import HARNESS_RELEASE
 from planner_runtime.contract import DataSource, DeviceRef, Source, ToolSpec, Trajectory
+from planner_runtime.harness.revision import current as current_revision
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class EpisodeIdentity:
             device=self.device,
             planner=planner,
             planner_release=planner_release,
-            harness_release=HARNESS_RELEASE,
+            harness_release=current_revision().release,
             data_source=DataSource.of_planner(planner),
             tools=tuple(tools),
             collection=self.collection,

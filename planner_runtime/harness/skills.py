@@ -90,12 +90,18 @@ class Skill(BaseModel):
 
 
 def default_skills_dir() -> Path:
-    """``$PLANNER_AGENT_SKILLS_DIR``, else the built-in skills: ``planner_runtime/skills/``, which
-    in a checkout is a link to the top-level ``skills/`` folder (resolved, so paths name that
-    folder) and in an installed wheel holds the copies the build shipped."""
+    """``$PLANNER_AGENT_SKILLS_DIR``, else the skills of the harness revision in use
+    (:mod:`planner_runtime.harness.revision`) when it has some, else the built-in skills:
+    ``planner_runtime/skills/``, which in a checkout is a link to the top-level ``skills/`` folder
+    (resolved, so paths name that folder) and in an installed wheel holds the copies the build shipped."""
+    from planner_runtime.harness.revision import current
+
     chosen = Settings.read("skills_dir")
     if chosen is not None:
         return chosen
+    revised = current().skills_dir
+    if revised is not None:
+        return revised
     return (Path(__file__).resolve().parents[1] / "skills").resolve()
 
 

@@ -70,7 +70,15 @@ class ToolSet:
         return list(self._tools)
 
     def specs(self) -> list[ToolSpec]:
-        return [t.spec() for t in self._tools.values()]
+        """What the planner is told of each tool: its spec, with the description the harness
+        revision in use gives it where it gives one."""
+        from planner_runtime.harness.revision import current
+
+        described = current().tool_descriptions
+        specs = [t.spec() for t in self._tools.values()]
+        if not described:
+            return specs
+        return [s.model_copy(update={"description": described[s.name]}) if s.name in described else s for s in specs]
 
     def execute(self, call: ToolCall, ctx: ToolContext) -> Feedback:
         """Run ``call``; every planner-side mistake becomes error feedback, infra faults raise."""
