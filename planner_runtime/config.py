@@ -158,6 +158,12 @@ class Settings(BaseModel):
         return getattr(cls.from_env(environ, only=(field,)), field)
 
 
+def child_environment(overrides: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment with ``overrides`` set: what a child process (a stage of a
+    round, run as its own ``planner-agent`` command) starts with."""
+    return {**os.environ, **overrides}
+
+
 def known_variables() -> list[str]:
     """Every ``PLANNER_AGENT_*`` variable the project reads."""
     return [Settings.variable(name) for name in Settings.model_fields]

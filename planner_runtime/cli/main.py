@@ -32,6 +32,7 @@ from planner_runtime.cli.phone import phone_app
 from planner_runtime.cli.release_option import RELEASE_HELP, model_option, resolved_model
 from planner_runtime.cli.releases import releases_app
 from planner_runtime.cli.replay import replay
+from planner_runtime.cli.round import round_app
 from planner_runtime.cli.tasks import skills_app, tasks_app
 from planner_runtime.cli.tools import tools_app
 from planner_runtime.cli.trajectories import trajectories_app
@@ -43,7 +44,7 @@ app = typer.Typer(help="Android device-farm agent runtime: a frozen planner driv
                   rich_markup_mode=None, epilog=EXIT_CODES_HELP)
 for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skills"), (export_app, "export"),
                   (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases"),
-                  (tools_app, "tools"), (harness_app, "harness")):
+                  (tools_app, "tools"), (harness_app, "harness"), (round_app, "round")):
     app.add_typer(sub, name=name)
 
 

@@ -7,7 +7,8 @@ descriptions and the skills. A revision is a folder that holds any of
 - ``tool_descriptions.yaml``: ``tool name: description`` for the tools whose description changes;
 - ``skills/<name>/SKILL.md``: the skills, replacing the built-in folder when present;
 
-and ``$PLANNER_AGENT_HARNESS_DIR`` names the one in use (unset: the built-in instructions).
+and ``$PLANNER_AGENT_HARNESS_DIR`` names the one in use (unset: the one a person promoted at
+the end of a round, :func:`promote`, else the built-in instructions).
 :func:`planner_runtime.harness.revision.files.export_current` writes the instructions in use out
 as such a folder, which is what a round's proposals are diffs against. Every episode records which instructions it read: its
 harness release is ``harness-<version>`` with ``+<digest>`` of the revision's files appended, so
@@ -120,9 +121,38 @@ def _stamp(path: Path) -> tuple[int, ...]:
     return tuple(p.stat().st_mtime_ns for p in sorted(path.rglob("*")) if p.is_file()) if path.is_dir() else ()
 
 
+PROMOTED_FILE = "promoted"  # in $PLANNER_AGENT_HOME/harness/: the path of the revision a person promoted
+
+
+def promoted_path(home: Path) -> Path:
+    return home / "harness" / PROMOTED_FILE
+
+
+def promoted(home: Path) -> Path | None:
+    """The revision folder a person promoted (a round's final approval), if any."""
+    try:
+        text = promoted_path(home).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{promoted_path(home)}: cannot be read ({exc})") from exc
+    return Path(text) if text else None
+
+
+def promote(home: Path, revision: Path) -> None:
+    """Make ``revision`` the harness every episode reads when ``$PLANNER_AGENT_HARNESS_DIR`` is unset."""
+    load_revision(revision)  # refuses a broken folder before anything changes
+    path = promoted_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(str(revision.resolve()) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
 def current() -> HarnessRevision:
-    """The revision ``$PLANNER_AGENT_HARNESS_DIR`` names, read again only when its files change."""
-    chosen = Settings.read("harness_dir")
+    """The revision ``$PLANNER_AGENT_HARNESS_DIR`` names, else the one a person promoted, else the
+    built-in instructions; a folder is read again only when its files change."""
+    chosen = Settings.read("harness_dir") or promoted(Settings.read("home"))
     if chosen is None:
         return BUILTIN
     return _cached(Path(chosen), _stamp(Path(chosen)))
