@@ -152,6 +152,12 @@ class Settings(BaseModel):
             raise ConfigError("; ".join(_explain(error, values) for error in exc.errors())) from None
 
     @classmethod
+    def raw(cls, field: str) -> str | None:
+        """A setting's variable as set, unvalidated (``None``: unset): for a hot path that caches
+        what :meth:`read` made of it and reads again only when this changes."""
+        return os.environ.get(cls.variable(field))
+
+    @classmethod
     def read(cls, field: str, environ: Mapping[str, str] | None = None) -> Any:
         """One setting, validated alone: for code deep inside a run (the model's cache, its threads,
         the skills folder) that must not fail because some other variable has a typo."""

@@ -152,10 +152,16 @@ def promote(home: Path, revision: Path) -> None:
 def current() -> HarnessRevision:
     """The revision ``$PLANNER_AGENT_HARNESS_DIR`` names, else the one a person promoted, else the
     built-in instructions; a folder is read again only when its files change."""
-    chosen = Settings.read("harness_dir") or promoted(Settings.read("home"))
+    chosen = _setting("harness_dir", Settings.raw("harness_dir")) or promoted(_setting("home", Settings.raw("home")))
     if chosen is None:
         return BUILTIN
     return _cached(Path(chosen), _stamp(Path(chosen)))
+
+
+@functools.lru_cache(maxsize=16)
+def _setting(field: str, raw: str | None) -> Path | None:
+    """``Settings.read(field)``, once per value of its variable (every tool list asks)."""
+    return Settings.read(field)
 
 
 def unknown_tools(revision: HarnessRevision, known: set[str]) -> list[str]:
