@@ -52,7 +52,7 @@ def analyze(
             found = run_analysis(db, collection, tasks)
         proposals, notes = propose(found, recipe=recipe)
     except PlannerRuntimeError as exc:  # not a store, no such collection, a recipe that cannot be read
-        raise fail(str(exc)) from exc
+        raise fail(str(exc).splitlines()[0]) from exc  # one line (a driver's message may add a link)
     written: list[Path] = []
     if out is not None:
         try:
