@@ -19,6 +19,7 @@ from planner_runtime.cli.common import (
     EXIT_CODES_HELP, ExitCode, answerer, console, episode_exit, err, fail, make_planner, print_child_step, print_step, print_summary,
     reports_to_stderr, safety_gate,
 )
+from planner_runtime.cli.analyze import analyze
 from planner_runtime.cli.bench import bench
 from planner_runtime.cli.collect import collect
 from planner_runtime.cli.demos import tasks_demos
@@ -268,6 +269,7 @@ def serve(
 for verb in (devices, collect, bench, replay, view):  # after run, show and serve in --help
     app.command()(verb)
 tasks_app.command("demos")(tasks_demos)
+app.command()(analyze)
 
 
 if __name__ == "__main__":

@@ -248,7 +248,8 @@ def tasks_generate(
     verifier. Exit 0 when at least one was accepted, 1 when none was, 2 on a usage mistake."""
     import tempfile
 
-    from planner_runtime.runs.generate import compositions, failure_gaps, gate, phrasings, write_suite
+    from planner_runtime.coevolve.analysis import failure_gaps
+    from planner_runtime.runs.generate import compositions, gate, phrasings, write_suite
     from planner_runtime.trajectories.store import TrajectoryStore
 
     if out.exists():

@@ -20,11 +20,11 @@ from typing import Any
 from sqlalchemy import JSON, Column, DateTime, ForeignKey, Integer, MetaData, String, Table, Text, func, insert, select, update
 
 from planner_runtime.contract import new_id, utcnow
-from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.coevolve import CoevolveError
 from planner_runtime.sqlite_file import SqliteFile, aware
 
 
-class RoundError(PlannerRuntimeError):
+class RoundError(CoevolveError):
     """A round cannot do what was asked (unknown round or proposal, a decision already made, a
     stage that failed); the message says what and, where it helps, what to run instead."""
 

@@ -1,9 +1,10 @@
 """Task construction from capability gaps: read where a collection failed, write new executable
 specs aimed there, and keep only those that pass every gate.
 
-:func:`failure_gaps` counts a collection's verified failures (infra faults are never the
-planner's) by category, domain, tool and first error code, each as a failure rate.
-:func:`propose` then writes candidates for the weakest categories and domains:
+:class:`Gaps` are where a collection failed, by category, domain, tool and first error code, each
+as a failure rate (counted by :func:`planner_runtime.coevolve.analysis.failure_gaps`, which
+also clusters failures for proposals). Candidates are then written for the weakest categories and
+domains:
 
 - **compositions**: an instance of a template from a gap, followed by an instance of a template
   from another domain whose state it does not share, as one cross-app task (its goal joins the
@@ -32,8 +33,7 @@ from urllib.parse import urlparse
 
 import yaml
 
-from planner_runtime.contract import FailureKind, Trajectory
-from planner_runtime.errors import ConfigError, PlannerRuntimeError
+from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.tasks.spec import Category, Suite, TaskSpec
 from planner_runtime.trajectories.store import TrajectoryStore
 
@@ -73,46 +73,6 @@ class Gaps:
     def to_json(self) -> dict[str, Any]:
         return {"collection": self.collection, "episodes": self.episodes, "failures": self.failures,
                 **{k: [g.to_json() for g in v] for k, v in self.by_kind.items()}}
-
-
-def _first_error(traj: Trajectory) -> str | None:
-    for step in traj.steps:
-        if step.feedback is not None and step.feedback.error is not None:
-            return step.feedback.error.code.value
-    return None
-
-
-def failure_gaps(store: TrajectoryStore, collection: str, suite: Suite) -> Gaps:
-    """Where ``collection``'s verified episodes failed. Episodes of tasks the suite does not
-    know still count by tool and error; sub-agent episodes count through their parent's."""
-    templates = {t.template: t for t in suite.tasks}
-    total: dict[str, Counter[str]] = {k: Counter() for k in ("category", "domain", "tool", "error")}
-    failed: dict[str, Counter[str]] = {k: Counter() for k in total}
-    episodes = failures = 0
-    for trajectory_id in store.ids(collection=collection, infra=False):
-        traj = store.get(trajectory_id)
-        if traj.parent is not None or traj.verdict is None or traj.verdict.failure_kind is FailureKind.spec:
-            continue
-        episodes += 1
-        lost = not traj.verdict.success
-        failures += lost
-        task = templates.get((traj.task_id or "").split("@", 1)[0])
-        values = {"tool": {s.tool_call.name for s in traj.steps if s.tool_call is not None} - {"finish"}}
-        if task is not None:
-            values |= {"category": {task.category.value}, "domain": {task.domain}}
-        if lost and (code := _first_error(traj)) is not None:
-            values["error"] = {code}
-        for kind, names in values.items():
-            for name in names:
-                total[kind][name] += 1
-                failed[kind][name] += lost
-    if episodes == 0:
-        raise ConfigError(f"collection {collection!r} has no verified episodes in this store")
-    by_kind = {}
-    for kind in total:
-        gaps = [Gap(kind, n, failed[kind][n], total[kind][n] if kind != "error" else failures) for n in total[kind]]
-        by_kind[kind] = tuple(sorted(gaps, key=lambda g: (-g.rate, -g.failures, g.name)))
-    return Gaps(collection, episodes, failures, by_kind)
 
 
 # -- compositions --------------------------------------------------------------------------------
