@@ -26,6 +26,8 @@ def analyze(
     recipe: Optional[Path] = typer.Option(None, "--recipe", help="A data recipe (YAML) the recipe proposal re-weights "
                                           "(default: a new recipe selecting this collection)."),
     suite: Optional[Path] = typer.Option(None, "--suite", help="The suite the collection ran (default: the one it recorded)."),
+    harness: Optional[Path] = typer.Option(None, "--harness", help="A harness revision folder (`harness export`): harness proposals "
+                                           "are diffs against its files instead of the source tree's."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis and proposals as JSON (only JSON on stdout)."),
 ) -> None:
     """Cluster a collection's verified failures (first error code, first step off the task's
@@ -43,6 +45,8 @@ def analyze(
         raise fail(f"--out {out} is not a folder")
     if recipe is not None and not recipe.is_file():
         raise fail(f"--recipe {recipe}: no such file")
+    if harness is not None and not (harness / "system_prompt.txt").is_file():
+        raise fail(f"--harness {harness}: not a harness revision folder (make one with `planner-agent harness export --out DIR`)")
     try:
         db_path = store or Settings.from_env().store_path
         if not db_path.is_file():
@@ -50,7 +54,7 @@ def analyze(
         tasks = load_suite(suite) if suite is not None else None
         with TrajectoryStore(db_path, create=False) as db:
             found = run_analysis(db, collection, tasks)
-        proposals, notes = propose(found, recipe=recipe)
+        proposals, notes = propose(found, recipe=recipe, harness=harness)
     except PlannerRuntimeError as exc:  # not a store, no such collection, a recipe that cannot be read
         raise fail(str(exc).splitlines()[0]) from exc  # one line (a driver's message may add a link)
     written: list[Path] = []

@@ -126,6 +126,21 @@ def yaml_tool(text: str, tool: str, parameter: str | None, addition: str) -> str
     raise EditError(f"no one-line description of {tool}{'.' + parameter if parameter else ''}")
 
 
+def described(text: str, tool: str, addition: str) -> str:
+    """A revision's ``tool_descriptions.yaml`` with ``addition`` appended to ``tool``'s description
+    (the file as :func:`planner_runtime.harness.revision.export_revision` writes it: sorted, dumped)."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise EditError(f"not YAML: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(data, dict) or tool not in data:
+        raise EditError(f"no description of {tool}")
+    if addition in str(data[tool]):
+        return text
+    data[tool] = _joined(str(data[tool]), addition)
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100)
+
+
 def prompt_sentences(text: str, name: str, sentences: list[str]) -> str:
     """``sentences`` added at the end of the parenthesised string constant ``name = ( ... )``."""
     lines = text.splitlines(keepends=True)

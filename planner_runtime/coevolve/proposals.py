@@ -113,11 +113,15 @@ def recipe_proposal(analysis: Analysis, base: Path | None = None, *, target: str
 
 
 def propose(analysis: Analysis, *, root: Path | None = None, recipe: Path | None = None,
-            recipe_target: str | None = None) -> tuple[list[Proposal], list[str]]:
+            recipe_target: str | None = None, harness: Path | None = None) -> tuple[list[Proposal], list[str]]:
     """Every proposal the rules make for ``analysis``, diffs against the files under ``root``
-    (default: :func:`source_root`), in a fixed order; and a note for each edit left out."""
+    (default: :func:`source_root`), in a fixed order; and a note for each edit left out. With
+    ``harness`` (a harness revision folder) the harness proposals are diffs against its files
+    (``skills/``, ``tool_descriptions.yaml``, ``system_prompt.txt``), targets relative to it."""
     from planner_runtime.harness.skills import load_skills
 
+    if harness is not None:
+        root = harness
     tree = (root or source_root()).resolve()
     skills_dir = next((d for d in (tree / "skills", tree / "planner_runtime" / "skills") if d.is_dir()), None)
     out, notes = [], []
@@ -125,7 +129,7 @@ def propose(analysis: Analysis, *, root: Path | None = None, recipe: Path | None
     if made is not None:
         out.append(made)
     edits: list[Edit] = skill_edits(analysis, load_skills(skills_dir) if skills_dir else [], tree)
-    edits += tool_edits(analysis, source_root()) + prompt_edits(analysis, source_root())
+    edits += tool_edits(analysis, source_root(), harness) + prompt_edits(analysis, source_root(), harness)
     for edit in edits:
         path = tree / edit.target
         try:

@@ -13,6 +13,9 @@ the words of each change. Deterministic: the same analysis and files give the sa
   parameter the hint names (else the tool's own description) with the hint and the value refused.
 - **system_prompt**: failing episodes that never called ``finish``, or repeated a call, add one
   sentence each to ``SYSTEM_PROMPT``.
+
+Against a harness revision folder (:mod:`planner_runtime.harness.revision`, what a round revises)
+the last two edit its ``tool_descriptions.yaml`` and ``system_prompt.txt`` instead of source files.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from planner_runtime.coevolve.analysis import Analysis, Attempt, Slice
+from planner_runtime.harness.revision import SYSTEM_PROMPT_FILE
+from planner_runtime.harness.revision import TOOL_DESCRIPTIONS_FILE as TOOL_DESCRIPTIONS
 
 ADVICE = {
     "invalid_arguments": "Check each argument against the tool's parameters (type, range, format) before calling.",
@@ -150,8 +155,10 @@ def _locate(tool: str) -> tuple[Path, str, str | None] | None:
     return None
 
 
-def tool_edits(analysis: Analysis, package_root: Path) -> list[Edit]:
-    """Description edits for tools whose arguments were refused (see the module's docstring)."""
+def tool_edits(analysis: Analysis, package_root: Path, revision: Path | None = None) -> list[Edit]:
+    """Description edits for tools whose arguments were refused (see the module's docstring);
+    with ``revision`` (a harness revision folder) the edit is to its ``tool_descriptions.yaml``,
+    else to the file that declares the tool."""
     from planner_runtime.coevolve import edits as ed
 
     groups: dict[str, list[Attempt]] = defaultdict(list)
@@ -160,14 +167,17 @@ def tool_edits(analysis: Analysis, package_root: Path) -> list[Edit]:
             groups[a.error_call.name].append(a)
     out = []
     for tool in sorted(groups):
-        found = _locate(tool)
-        if found is None:
+        found = None if revision is not None else _locate(tool)
+        if revision is None and found is None:
             continue
-        path, tool_class, args_class = found
-        try:
-            target = path.relative_to(package_root.resolve()).as_posix()
-        except ValueError:
-            continue
+        if found is not None:
+            path, tool_class, args_class = found
+            try:
+                target = path.relative_to(package_root.resolve()).as_posix()
+            except ValueError:
+                continue
+        else:
+            tool_class, args_class, target = "", None, TOOL_DESCRIPTIONS
         first = groups[tool][0]
         hint = first.error_hint.split(";")[0].strip()
         parameter = hint.split(":", 1)[0].strip() if ":" in hint else None
@@ -179,6 +189,8 @@ def tool_edits(analysis: Analysis, package_root: Path) -> list[Edit]:
 
         def change(text: str, tool: str = tool, parameter: str | None = parameter, addition: str = addition,
                    tool_class: str = tool_class, args_class: str | None = args_class, target: str = target) -> str:
+            if target == TOOL_DESCRIPTIONS:
+                return ed.described(text, tool, addition)
             if target.endswith((".yaml", ".yml")):
                 try:
                     return ed.yaml_tool(text, tool, parameter, addition)
@@ -197,8 +209,9 @@ def tool_edits(analysis: Analysis, package_root: Path) -> list[Edit]:
     return out
 
 
-def prompt_edits(analysis: Analysis, package_root: Path) -> list[Edit]:
-    """Sentences for the system prompt from episodes without finish or with repeated calls."""
+def prompt_edits(analysis: Analysis, package_root: Path, revision: Path | None = None) -> list[Edit]:
+    """Sentences for the system prompt from episodes without finish or with repeated calls; with
+    ``revision`` (a harness revision folder) added to its ``system_prompt.txt``."""
     from planner_runtime.coevolve.edits import prompt_sentences
     from planner_runtime.harness import episode
 
@@ -207,15 +220,21 @@ def prompt_edits(analysis: Analysis, package_root: Path) -> list[Edit]:
     sentences = [s for s, group in ((NO_FINISH, unfinished), (NO_REPEAT, repeated)) if group]
     if not sentences:
         return []
-    try:
-        target = Path(inspect.getsourcefile(episode) or "").resolve().relative_to(package_root.resolve()).as_posix()
-    except ValueError:
-        return []
+    if revision is not None:
+        target = SYSTEM_PROMPT_FILE
+    else:
+        try:
+            target = Path(inspect.getsourcefile(episode) or "").resolve().relative_to(package_root.resolve()).as_posix()
+        except ValueError:
+            return []
     main, key = (unfinished, "no_finish") if len(unfinished) >= len(repeated) else (repeated, "repeated_call")
 
     def change(text: str) -> str:
         current = " ".join(text.split())
-        return prompt_sentences(text, "SYSTEM_PROMPT", [s for s in sentences if s not in current])
+        new = [s for s in sentences if s not in current]
+        if target == SYSTEM_PROMPT_FILE:
+            return text.rstrip("\n") + "".join(" " + s for s in new) + "\n" if new else text
+        return prompt_sentences(text, "SYSTEM_PROMPT", new)
 
     return [Edit("system_prompt", target, change, "system prompt: " + " ".join(sentences),
                  _behaviour(analysis, key, main), _ids(unfinished + repeated))]

@@ -143,3 +143,26 @@ def test_a_proposal_file_is_checked_and_its_problem_named(analysis, tmp_path):
     target.write_text(target.read_text().replace("- Then call `finish`", "- Finally call `finish`"))
     with pytest.raises(ProposalError, match=r"good.json: diff: no longer applies"):
         load_proposal(path, root)
+
+
+def test_against_a_harness_revision_every_harness_proposal_edits_its_files_and_the_revision_stays_sound(analysis, tmp_path):
+    from planner_runtime.harness.revision import load_revision
+    from planner_runtime.harness.revision.files import check_revision, export_current
+
+    base = export_current(tmp_path / "base")
+    proposals, notes = propose(analysis, harness=base)
+    assert notes == []
+    targets = {p.target for p in proposals if p.kind != "recipe"}
+    assert targets == {"skills/clock-set-alarm/SKILL.md", "skills/weather-check/SKILL.md", "skills/messages-send/SKILL.md",
+                       "tool_descriptions.yaml", "system_prompt.txt"}
+    revised = tmp_path / "revised"
+    shutil.copytree(base, revised)
+    for p in proposals:
+        if p.kind != "recipe":
+            assert apply(p, revised) == [revised / p.target]
+    assert check_revision(revised) == []
+    revision = load_revision(revised)
+    assert "instead of running out of steps" in revision.system_prompt
+    assert "31" in revision.tool_descriptions["set_alarm"] and "less than or equal to 23" in revision.tool_descriptions["set_alarm"]
+    before = load_revision(base).tool_descriptions
+    assert {k for k in before if before[k] != revision.tool_descriptions[k]} == {"set_alarm"}  # one line changed, no other
