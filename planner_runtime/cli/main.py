@@ -31,6 +31,7 @@ from planner_runtime.cli.phone import phone_app
 from planner_runtime.cli.release_option import RELEASE_HELP, model_option, resolved_model
 from planner_runtime.cli.releases import releases_app
 from planner_runtime.cli.replay import replay
+from planner_runtime.cli.review import review_app
 from planner_runtime.cli.tasks import skills_app, tasks_app
 from planner_runtime.cli.tools import tools_app
 from planner_runtime.cli.trajectories import trajectories_app
@@ -44,6 +45,7 @@ for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skil
                   (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases"),
                   (tools_app, "tools")):
     app.add_typer(sub, name=name)
+app.add_typer(review_app, name="review")
 
 
 def _version(value: bool) -> None:
