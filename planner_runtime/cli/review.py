@@ -59,7 +59,7 @@ def flag_command(
         return
     for item in report.added:
         console.print(f"{item.id}  {item.reason:<14} {item.trajectory_id}  {escape(item.detail[:100])}", soft_wrap=True)
-    console.print(f"{len(report.added)} item(s) added; {report.found - len(report.added)} flag(s) were queued already")
+    console.print(f"{len(report.added)} item(s) added; {report.found - len(report.added)} flag(s) were queued already", soft_wrap=True)
 
 
 @review_app.command("list")
@@ -168,10 +168,11 @@ def decide_command(
         print(json.dumps({"item": item.as_json(), "decision": outcome.decision.as_json(), "resolved": outcome.resolved}))
         return
     if outcome.resolved:
-        console.print(f"{item.id} resolved: {item.resolution}" + (f" as {_label(item.label_success)}" if item.label_success is not None else ""))
+        console.print(f"{item.id} resolved: {item.resolution}" + (f" as {_label(item.label_success)}" if item.label_success is not None else ""),
+                      soft_wrap=True)
     else:
-        console.print(f"{item.id}: decision kept; {item.reviews} of {item.required_reviews} agreeing reviews, "
-                      "it waits for another reviewer")
+        console.print(f"{item.id}: decision kept; {item.reviews} review(s) so far, {item.required_reviews} agreeing needed: "
+                      "it waits for another reviewer", soft_wrap=True)
 
 
 @review_app.command("serve")
