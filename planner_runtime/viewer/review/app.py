@@ -47,6 +47,11 @@ class Reviewing:
     lease_s: float
 
 
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    """A page, with its security policy as a header too (the header binds before any byte is parsed)."""
+    return HTMLResponse(text, status_code=status, headers={"Content-Security-Policy": pages.CSP, "X-Content-Type-Options": "nosniff"})
+
+
 def _status(exc: PlannerRuntimeError) -> int:
     if isinstance(exc, UnknownItem):
         return 404
@@ -130,9 +135,9 @@ def app_for(ctx: Reviewing) -> Starlette:
 
     def page(render: Callable[[], str], reviewer: str = "") -> Response:
         try:
-            return HTMLResponse(render())
+            return _html(render())
         except PlannerRuntimeError as exc:
-            return HTMLResponse(pages.message("Cannot do that", str(exc), reviewer), status_code=_status(exc))
+            return _html(pages.message("Cannot do that", str(exc), reviewer), _status(exc))
 
     def home(request: Request) -> Response:
         who = _cookie_reviewer(request)
@@ -157,7 +162,7 @@ def app_for(ctx: Reviewing) -> Starlette:
                 queue.release(store, skip, who)
             found = queue.take(store, who, ctx.lease_s, reason=reason, skip=[skip] if skip else ())
         except PlannerRuntimeError as exc:
-            return HTMLResponse(pages.message("Cannot take an item", str(exc), who), status_code=_status(exc))
+            return _html(pages.message("Cannot take an item", str(exc), who), _status(exc))
         if found is None:
             return RedirectResponse("/?" + urlencode({"done": "1", **({"reason": reason} if reason else {})}), status_code=303)
         return RedirectResponse(f"/items/{quote(found.id)}" + (f"?{urlencode({'reason': reason})}" if reason else ""), status_code=303)
@@ -203,7 +208,7 @@ def app_for(ctx: Reviewing) -> Starlette:
         except PlannerRuntimeError as exc:
             if as_json:
                 return JSONResponse({"error": str(exc)}, status_code=_status(exc))
-            return HTMLResponse(pages.message("Decision refused", str(exc), who), status_code=_status(exc))
+            return _html(pages.message("Decision refused", str(exc), who), _status(exc))
         if as_json:
             return JSONResponse({"item": outcome.item.as_json(), "decision": outcome.decision.as_json(), "resolved": outcome.resolved})
         response = RedirectResponse("/next" + (f"?{urlencode({'reason': reason})}" if reason else ""), status_code=303)
