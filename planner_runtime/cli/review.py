@@ -19,6 +19,7 @@ from rich.table import Table
 
 from planner_runtime.cli.common import console, err, fail, print_step, print_summary
 from planner_runtime.config import Settings
+from planner_runtime.data.review.flags import LOGPROB_THRESHOLD
 from planner_runtime.errors import PlannerRuntimeError
 
 review_app = typer.Typer(help="The review queue: flag trajectories for a person, list, show and decide them, or serve the web app.",
@@ -41,6 +42,8 @@ def _label(value: bool | None) -> str:
 def flag_command(
     collection: Optional[str] = typer.Option(None, "--collection", help="Only this `collect` run's trajectories."),
     since: Optional[datetime] = typer.Option(None, "--since", help="Only trajectories started at or after this date (UTC)."),
+    logprob_threshold: float = typer.Option(LOGPROB_THRESHOLD, "--logprob-threshold",
+                                            help="Low confidence below this mean log-probability per sampled token."),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the items added as JSON."),
 ) -> None:
@@ -51,7 +54,7 @@ def flag_command(
 
     try:
         with _open(store) as db:
-            report = flag(db, collection=collection, since=since)
+            report = flag(db, collection=collection, since=since, logprob_threshold=logprob_threshold)
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     if as_json:
