@@ -33,6 +33,7 @@ from planner_runtime.cli.phone import phone_app
 from planner_runtime.cli.release_option import RELEASE_HELP, model_option, resolved_model
 from planner_runtime.cli.releases import releases_app
 from planner_runtime.cli.replay import replay
+from planner_runtime.cli.review import review_app
 from planner_runtime.cli.round import round_app
 from planner_runtime.cli.tasks import skills_app, tasks_app
 from planner_runtime.cli.tools import tools_app
@@ -47,6 +48,7 @@ for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skil
                   (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases"),
                   (tools_app, "tools"), (harness_app, "harness"), (round_app, "round")):
     app.add_typer(sub, name=name)
+app.add_typer(review_app, name="review")
 
 
 def _version(value: bool) -> None:

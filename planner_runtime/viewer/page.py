@@ -176,6 +176,12 @@ def _trajectory(traj: Trajectory, read: ScreenshotReader | None, tokens: TokenUs
     )
 
 
+def render_trajectory(traj: Trajectory, *, screenshots: ScreenshotReader | None = None, usage: TokenUsage | None = None) -> str:
+    """One trajectory's article (facts, verdict with its evidence, every step), every value
+    escaped, for a page of the caller's (the review app's item page)."""
+    return _trajectory(traj, screenshots, usage or _page_usage(traj, [traj]))
+
+
 def render_page(trajectories: Sequence[Trajectory], *, screenshots: ScreenshotReader | None = None, title: str | None = None,
                 usage: Mapping[str, TokenUsage] | None = None) -> str:
     """One HTML document showing ``trajectories`` (a contents list first when there are several).
