@@ -21,6 +21,7 @@ from planner_runtime.cli.common import (
 )
 from planner_runtime.cli.bench import bench
 from planner_runtime.cli.collect import collect
+from planner_runtime.cli.data import data_app
 from planner_runtime.cli.demos import tasks_demos
 from planner_runtime.cli.devices import devices
 from planner_runtime.cli.export import export_app
@@ -44,6 +45,7 @@ for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skil
                   (memory_app, "memory"), (trajectories_app, "trajectories"), (train_app, "train"), (releases_app, "releases"),
                   (tools_app, "tools")):
     app.add_typer(sub, name=name)
+app.add_typer(data_app, name="data")
 
 
 def _version(value: bool) -> None:

@@ -20,10 +20,13 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from planner_runtime.contract import DataSource, FeedbackStatus, Step, Trajectory
+from planner_runtime.data.dataset import BuiltDataset, DatasetError, fingerprint, read_dataset
 from planner_runtime.data.review.labels import FinalLabel, final_labels
+from planner_runtime.errors import StoreError
 from planner_runtime.planners.chat_template import IM_END, IM_START, ChatTurn, chat_turns, render_conversation
 from planner_runtime.planners.renderings import DEFAULT
 from planner_runtime.tasks.splits import split_of, template_splits
@@ -107,6 +110,33 @@ def labelled_success(trajectory: Trajectory, label: FinalLabel | None) -> bool |
     if label is not None and label.success is not None:
         return label.success
     return trajectory.verdict.success if trajectory.verdict is not None else None
+
+
+def from_dataset(store: TrajectoryStore, folder: Path) -> tuple[list[Trajectory], BuiltDataset]:
+    """The trajectories of the dataset built in ``folder`` (``planner-agent data build``), in its
+    order (a row drawn twice trains twice), read from ``store``; refused when ``store`` does not
+    hold the very trajectories it was built from, or a reviewer rejected one since."""
+    try:
+        built = read_dataset(folder)
+    except DatasetError as exc:
+        raise TrainingError(str(exc)) from None
+    ids = list(dict.fromkeys(r.trajectory_id for r in built.rows))
+    with store.engine.connect() as conn:
+        labels = final_labels(conn)
+    loaded: dict[str, Trajectory] = {}
+    for tid in ids:
+        try:
+            loaded[tid] = store.get(tid)
+        except StoreError:
+            raise TrainingError(f"dataset {folder} was built from another store: {store.path} has no trajectory {tid}") from None
+    if fingerprint(loaded.values()) != built.store_fingerprint:
+        raise TrainingError(f"dataset {folder} was built from another store (fingerprint {built.store_fingerprint[:12]}, "
+                            f"{store.path} gives {fingerprint(loaded.values())[:12]}): build it again from this store")
+    rejected = [tid for tid in ids if tid in labels and labels[tid].excluded]
+    if rejected:
+        raise TrainingError(f"dataset {folder}: {len(rejected)} of its trajectories were rejected in review since it was built "
+                            f"(first {rejected[0]}): build it again")
+    return [loaded[r.trajectory_id] for r in built.rows], built
 
 
 def trained(step: Step) -> bool:
