@@ -53,10 +53,14 @@ def build_cmd(
     console.print(f"dataset {built.draw.recipe.name}: {counts['drawn']} rows ({counts['distinct']} trajectories) of "
                   f"{counts['candidates']} candidates, {state} in {built.path}", markup=False, soft_wrap=True)
     console.print(f"sha256 {built.dataset_sha256}", markup=False)
-    _warn_pending(counts)
+    _notes(counts, built.draw.recipe.size)
 
 
-def _warn_pending(counts: dict) -> None:  # noqa: ANN001
+def _notes(counts: dict, size: int) -> None:  # noqa: ANN001
+    """What a user should know about a draw besides its table: short, or partly unreviewed."""
+    if 0 < counts["drawn"] < size:
+        err.print(f"note: the recipe asks for {size}, only {counts['drawn']} could be drawn (see what was kept out)",
+                  markup=False, soft_wrap=True)
     waiting = counts["pending_review"]["drawn"]
     if waiting:
         err.print(f"note: {waiting} drawn rows are still waiting for review (included as the verifier judged them)",
@@ -93,4 +97,4 @@ def explain_cmd(
     console.print(f"kept out: {kept_out}; relabelled in by review: {counts['relabelled_in']}; "
                   f"waiting for review: {counts['pending_review']['candidates']} candidates, {counts['pending_review']['drawn']} drawn",
                   markup=False, soft_wrap=True)
-    _warn_pending(counts)
+    _notes(counts, draw.recipe.size)
