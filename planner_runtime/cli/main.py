@@ -22,6 +22,7 @@ from planner_runtime.cli.common import (
 from planner_runtime.cli.analyze import analyze
 from planner_runtime.cli.bench import bench
 from planner_runtime.cli.collect import collect
+from planner_runtime.cli.data import data_app
 from planner_runtime.cli.demos import tasks_demos
 from planner_runtime.cli.devices import devices
 from planner_runtime.cli.export import export_app
@@ -49,6 +50,7 @@ for sub, name in ((phone_app, "phone"), (tasks_app, "tasks"), (skills_app, "skil
                   (tools_app, "tools"), (harness_app, "harness"), (round_app, "round")):
     app.add_typer(sub, name=name)
 app.add_typer(review_app, name="review")
+app.add_typer(data_app, name="data")
 
 
 def _version(value: bool) -> None:

@@ -33,6 +33,8 @@ def _since(value: str | None) -> datetime | None:
 def sft_cmd(
     out: Optional[str] = typer.Option(None, "--out", help="The release's name (default: sft-<date>-<time>)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file); it must exist."),
+    dataset: Optional[Path] = typer.Option(None, "--dataset", help="Train on a dataset `planner-agent data build` wrote (a folder), "
+                                           "its trajectories read from --store; no other selection option goes with it."),
     source: Optional[str] = typer.Option(None, "--source", help="Only trajectories from this source: sandbox, simulated or real."),
     data_source: Optional[str] = typer.Option(None, "--data-source", help="Only trajectories of this kind: demo (task reference solutions), teacher (an openai:// planner) or self (the local planner)."),
     split: str = typer.Option("train", "--split", help="Task templates of this split: train, test or all."),
@@ -67,6 +69,11 @@ def sft_cmd(
     again = shlex.join(["planner-agent", "train", "sft", *sys.argv[3:], *([] if out else ["--out", name]),
                         *([] if resume else ["--resume"])])
     settings = Settings.from_env()
+    chosen = {"--source": source, "--data-source": data_source, "--split": None if split == "train" else split,
+              "--include-failed": include_failed or None, "--collection": collection, "--since": since, "--planner": planner}
+    if dataset is not None and any(v is not None for v in chosen.values()):
+        given = ", ".join(k for k, v in chosen.items() if v is not None)
+        raise fail(f"--dataset trains on the trajectories the dataset drew: drop {given}")
     try:
         selection = data.Selection(source=source, data_source=data_source, split=split, success=None if include_failed else True,
                                    collection=collection, since=_since(since), planner=planner)
@@ -76,7 +83,7 @@ def sft_cmd(
         # the trainer prints its log lines to stdout: they go with the progress bar, so stdout holds only --json
         with TrajectoryStore(store or settings.store_path, create=False) as db, contextlib.redirect_stdout(sys.stderr):
             result = sft.train_sft(db, selection, options, name, home=settings.home, resume=resume,
-                                   cache_dir=settings.cache_dir, on_data=_show_data)
+                                   cache_dir=settings.cache_dir, on_data=_show_data, dataset=dataset)
     except KeyboardInterrupt:
         err.print(f"interrupted: release {name} is not written; its checkpoints are kept, continue with\n  {again}",
                   soft_wrap=True, markup=False)

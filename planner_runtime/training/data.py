@@ -20,12 +20,16 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from planner_runtime.contract import DataSource, FeedbackStatus, Step, Trajectory
+from planner_runtime.data.dataset import BuiltDataset, DatasetError, fingerprint, read_dataset
+from planner_runtime.data.review.labels import FinalLabel, final_labels
+from planner_runtime.errors import StoreError
 from planner_runtime.planners.chat_template import IM_END, IM_START, ChatTurn, chat_turns, render_conversation
 from planner_runtime.planners.renderings import DEFAULT
-from planner_runtime.tasks.spec import builtin_suite
+from planner_runtime.tasks.splits import split_of, template_splits
 from planner_runtime.trajectories.store import TrajectoryStore
 from planner_runtime.training import TrainingError
 
@@ -71,35 +75,68 @@ class TrainingSequence:
     assistant_masks: tuple[int, ...]
 
 
-def _task_splits() -> dict[str, str]:
-    return {t.template: t.split_name for t in builtin_suite().tasks}
-
-
-def split_of(task_id: str | None, known: dict[str, str]) -> str | None:
-    """The split of ``task_id``'s template; ``None`` for an episode that ran no task (a goal)."""
-    if not task_id:
-        return None
-    template = task_id.split("@", 1)[0]
-    if template in known:
-        return known[template]
-    # a task of a suite file: the same stable draw TaskSpec.split_name makes when no split is set
-    return "test" if int(hashlib.sha1(template.encode()).hexdigest()[:8], 16) % 5 == 0 else "train"
-
-
 def select(store: TrajectoryStore, selection: Selection) -> list[Trajectory]:
     """The selected trajectories, oldest first; only top-level episodes (a sub-agent's
-    conversation is its own trajectory and is selected by its own verdict, which it has none of)."""
-    known = _task_splits()
+    conversation is its own trajectory and is selected by its own verdict, which it has none of).
+    The review queue's word is honoured: a rejected trajectory is never selected, and a
+    relabelled one is selected by the reviewers' success instead of the verifier's."""
+    known = template_splits()
+    with store.engine.connect() as conn:
+        labels = final_labels(conn)
+    where = dict(source=selection.source, data_source=selection.data_source, collection=selection.collection,
+                 since=selection.since, planner=selection.planner, task_id=selection.task_id, infra=False)
+    # the verifier's successes as the store filters them, so the rest are never loaded
+    verified = set(store.ids(success=selection.success, **where)) if selection.success is not None else None
     chosen = []
-    for trajectory_id in store.ids(source=selection.source, data_source=selection.data_source, success=selection.success, collection=selection.collection,
-                                   since=selection.since, planner=selection.planner, task_id=selection.task_id, infra=False):
+    for trajectory_id in store.ids(**where):
+        label = labels.get(trajectory_id)
+        if label is not None and label.excluded:
+            continue
+        if verified is not None and trajectory_id not in verified and (label is None or label.success is None):
+            continue
         trajectory = store.get(trajectory_id)
         if trajectory.parent is not None:
+            continue
+        if selection.success is not None and labelled_success(trajectory, label) is not selection.success:
             continue
         if selection.split != "all" and split_of(trajectory.task_id, known) != selection.split:
             continue
         chosen.append(trajectory)
     return chosen
+
+
+def labelled_success(trajectory: Trajectory, label: FinalLabel | None) -> bool | None:
+    """The success a trajectory trains with: a relabel's, else its verdict's (``None``: unverified)."""
+    if label is not None and label.success is not None:
+        return label.success
+    return trajectory.verdict.success if trajectory.verdict is not None else None
+
+
+def from_dataset(store: TrajectoryStore, folder: Path) -> tuple[list[Trajectory], BuiltDataset]:
+    """The trajectories of the dataset built in ``folder`` (``planner-agent data build``), in its
+    order (a row drawn twice trains twice), read from ``store``; refused when ``store`` does not
+    hold the very trajectories it was built from, or a reviewer rejected one since."""
+    try:
+        built = read_dataset(folder)
+    except DatasetError as exc:
+        raise TrainingError(str(exc)) from None
+    ids = list(dict.fromkeys(r.trajectory_id for r in built.rows))
+    with store.engine.connect() as conn:
+        labels = final_labels(conn)
+    loaded: dict[str, Trajectory] = {}
+    for tid in ids:
+        try:
+            loaded[tid] = store.get(tid)
+        except StoreError:
+            raise TrainingError(f"dataset {folder} was built from another store: {store.path} has no trajectory {tid}") from None
+    if fingerprint(loaded.values()) != built.store_fingerprint:
+        raise TrainingError(f"dataset {folder} was built from another store (fingerprint {built.store_fingerprint[:12]}, "
+                            f"{store.path} gives {fingerprint(loaded.values())[:12]}): build it again from this store")
+    rejected = [tid for tid in ids if tid in labels and labels[tid].excluded]
+    if rejected:
+        raise TrainingError(f"dataset {folder}: {len(rejected)} of its trajectories were rejected in review since it was built "
+                            f"(first {rejected[0]}): build it again")
+    return [loaded[r.trajectory_id] for r in built.rows], built
 
 
 def trained(step: Step) -> bool:

@@ -102,8 +102,9 @@ def _last_checkpoint(work: Path) -> Path | None:
 def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: SftOptions, name: str, *, home: Path,
               resume: bool = False, cache_dir: Path | None = None,
               progress: bool = True, on_data: Callable[[sft_data.SftData], None] | None = None,
-              callbacks: Sequence[Any] = ()) -> SftResult:
-    """Train release ``name`` on the trajectories ``selection`` picks from ``store``.
+              callbacks: Sequence[Any] = (), dataset: Path | None = None) -> SftResult:
+    """Train release ``name`` on the trajectories ``selection`` picks from ``store``, or with
+    ``dataset`` on those of a built dataset (``planner-agent data build``; ``selection`` unused).
 
     ``options.base`` may name a release (``release:NAME``): training goes on from it, and the
     new release records it as its parent. Everything that can refuse (the name, an existing
@@ -124,24 +125,30 @@ def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: Sf
         raise TrainingError(f"rendering {options.rendering!r}: choose {' or '.join(RENDERINGS)}")
     base = releases.base_path(options.base, home, cache_dir)
     parent = releases.parent_of(options.base)
+    built = None
+    if dataset is not None:
+        trajectories, built = sft_data.from_dataset(store, dataset)
+    else:
+        trajectories = sft_data.select(store, selection)
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base)
-    dataset = sft_data.build(sft_data.select(store, selection), tokenizer, min_trained_tokens=MIN_TRAINED_TOKENS,
-                             rendering=options.rendering)
+    data = sft_data.build(trajectories, tokenizer, min_trained_tokens=MIN_TRAINED_TOKENS, rendering=options.rendering)
     if on_data is not None:
-        on_data(dataset)
+        on_data(data)
     placement = _placement(torch, options.threads)
     # sequences of every length allocate activations of every size: glibc would keep each freed
     # block in its arenas (a 2-epoch CPU run grew past 8 GB); held at 1 MiB they go back
     return_large_blocks()
     with model_store.quiet_progress_bars():
         model = AutoModelForCausalLM.from_pretrained(base, dtype=_weights_dtype(torch, placement, options.lora))
-    trainer = _trainer(model, tokenizer, dataset, options, work, placement, progress, callbacks)
+    trainer = _trainer(model, tokenizer, data, options, work, placement, progress, callbacks)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if resume else None)
-    manifest = _write_release(trainer, tokenizer, dataset, selection, options, name, base, home, parent)
+    recipe = None if built is None else {"name": built.recipe_name, "sha256": built.recipe_sha256, "dataset_sha256": built.sha256,
+                                         "rows": len(built.rows)}
+    manifest = _write_release(trainer, tokenizer, data, selection, options, name, base, home, parent, recipe)
     shutil.rmtree(work, ignore_errors=True)  # the release holds the result; checkpoints were for resuming
     return SftResult(manifest=manifest, path=final, steps=result.global_step, train_loss=result.training_loss)
 
@@ -244,13 +251,15 @@ def _takes_logits_to_keep(model: Any) -> bool:
 
 
 def _write_release(trainer: Any, tokenizer: Any, dataset: sft_data.SftData, selection: sft_data.Selection,
-                   options: SftOptions, name: str, base: Path, home: Path, parent: str | None) -> releases.Manifest:
+                   options: SftOptions, name: str, base: Path, home: Path, parent: str | None,
+                   recipe: dict[str, Any] | None = None) -> releases.Manifest:
     def manifest(folder: Path) -> releases.Manifest:
         return releases.Manifest(
             name=name, kind="lora" if options.lora else "full",
             base=releases.BaseModelRef(spec=options.base, name=base.name, sha256=releases.weights_sha256(base)),
             weights_sha256=releases.weights_sha256(folder),
-            data={"selection": selection.to_json(), "dataset_sha256": dataset.sha256(), "trajectories": dataset.trajectories,
+            data={"selection": None if recipe else selection.to_json(), **({"recipe": recipe} if recipe else {}),
+                  "dataset_sha256": dataset.sha256(), "trajectories": dataset.trajectories,
                   "sequences": len(dataset.sequences), "tokens": dataset.tokens, "trained_tokens": dataset.trained_tokens,
                   "masked_turns": dataset.masked_turns},
             hyperparameters=options.recorded(), rendering=rendering_id(options.rendering), parent=parent,
