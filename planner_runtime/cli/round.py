@@ -115,8 +115,8 @@ def round_start(
     for given, what in ((suite, "--suite"), (policy, "--policy"), (recipe, "--recipe")):
         if given is not None and not given.is_file():
             raise fail(f"{what} {given}: no such file")
-    if not path.is_file():
-        raise fail(f"--store {path}: no trajectory store there (a round benches into an existing store)")
+    if not path.parent.is_dir():
+        raise fail(f"--store {path}: folder {path.parent} does not exist")
     try:
         releases.load_manifest(settings.home, from_release)
         if out is not None and releases.release_path(settings.home, out).exists():

@@ -109,13 +109,13 @@ def skill_edits(analysis: Analysis, skills: Sequence[Any], root: Path) -> list[E
         lines: dict[str, list[Attempt]] = defaultdict(list)
         for a in analysis.failed:
             if a.error_call is not None and a.error_call.name in tools:
-                line = (f"- Pitfall seen in collection {analysis.collection}: `{a.error_call.name}` called with "
+                line = (f"- Pitfall: `{a.error_call.name}` called with "
                         f"{_short(a.error_call.arguments)} failed with {a.error}: {_short(a.error_hint).rstrip('.')}. "
                         f"{ADVICE.get(a.error, 'Read the feedback hint before the next call.')}")
                 lines[line].append(a)
             elif a.demo is not None and a.demo.kind == "tool" and a.demo.expected and a.demo.expected.name in tools:
-                line = (f"- Pitfall seen in collection {analysis.collection}: `{a.demo.actual.name if a.demo.actual else '?'}` "
-                        f"was called where `{a.demo.expected.name}` does the job (task {a.task_id}).")
+                line = (f"- Pitfall: `{a.demo.actual.name if a.demo.actual else '?'}` "
+                        f"was called where `{a.demo.expected.name}` does the job.")
                 lines[line].append(a)
         if not lines:
             continue

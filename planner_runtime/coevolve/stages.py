@@ -63,7 +63,7 @@ class Stages:
         root = folder(self.home, round_)
         env = {"PLANNER_AGENT_HOME": str(self.home)}
         if revised:
-            env[HARNESS_ENV] = str(root / "harness")
+            env[HARNESS_ENV] = str(root / "revised" / "harness")
         self.rounds.log(round_.id, stage, "$ " + shlex.join(["planner-agent", *args]))
         log = root / "logs" / f"{stage}.log"
         done = self.runner(args, env, log)
@@ -112,11 +112,18 @@ class Stages:
     def _analyze(self, round_: Round) -> Round:
         from planner_runtime.coevolve.proposals import load_proposal
 
+        from planner_runtime.coevolve.revise import prepare
+
         root = folder(self.home, round_)
         out = root / "proposals"
-        args = ["analyze", round_.results["bench_train"]["collection"], "--store", round_.options["store"], "--out", str(out), "--json"]
-        if round_.options.get("recipe"):
-            args += ["--recipe", round_.options["recipe"]]
+        if out.exists():  # left by an analysis that did not finish: it runs again from the start
+            shutil.rmtree(out)
+        harness, recipe = prepare(root, base_recipe=Path(round_.options["recipe"]) if round_.options.get("recipe") else None,
+                                  name=f"round-{round_.number}")
+        args = ["analyze", round_.results["bench_train"]["collection"], "--store", round_.options["store"], "--out", str(out),
+                "--recipe", str(recipe), "--harness", str(harness), "--json"]
+        if round_.options.get("suite"):
+            args += ["--suite", round_.options["suite"]]
         report = self._run(round_, "analyze", args)
         found = []
         for path in sorted(out.glob("*.json")):
@@ -126,7 +133,9 @@ class Stages:
             found.append((proposal.id, proposal.kind, str(path), proposal.summary))
         self.rounds.add_proposals(round_.id, found)
         status = Status.deciding if found else Status.training
-        return self.rounds.finish_stage(round_.id, "analyze", {"proposals": len(found), "clusters": report.get("clusters", [])[:20]},
+        analysis = report.get("analysis", {})
+        summary = {k: analysis.get(k) for k in ("attempts", "failures", "infra", "unscored")}
+        return self.rounds.finish_stage(round_.id, "analyze", {"proposals": len(found), **summary, "notes": report.get("notes", [])},
                                         status=status)
 
     # -- continue: revise, collect, build, train, bench, gate -----------------------------------
@@ -154,11 +163,8 @@ class Stages:
     def _revise(self, round_: Round) -> Round:
         from planner_runtime.coevolve.revise import revise
 
-        root = folder(self.home, round_)
         approved = [Path(p.path) for p in round_.proposals if p.decision.value == "approved"]
-        outputs = revise(root, approved, base_recipe=Path(round_.options["recipe"]) if round_.options.get("recipe") else None,
-                         name=f"round-{round_.number}")
-        return self.rounds.finish_stage(round_.id, "revise", outputs)
+        return self.rounds.finish_stage(round_.id, "revise", revise(folder(self.home, round_), approved))
 
     def _collect(self, round_: Round) -> Round:
         o = round_.options
@@ -171,7 +177,10 @@ class Stages:
         from planner_runtime.coevolve.revise import with_collection
 
         root = folder(self.home, round_)
-        recipe = with_collection(root / "recipe.yaml", round_.results["collect"]["collection"])
+        data = root / "data"
+        if data.exists():  # left by a build that did not finish
+            shutil.rmtree(data)
+        recipe = with_collection(Path(round_.results["revise"]["recipe"]), round_.results["collect"]["collection"])
         report = self._run(round_, "build", ["data", "build", "--recipe", str(recipe), "--store", round_.options["store"],
                                              "--out", str(root / "data"), "--json"])
         return self.rounds.finish_stage(round_.id, "build", report)
@@ -181,9 +190,12 @@ class Stages:
         name = o["release"]
         args = ["train", "sft", "--store", o["store"], "--dataset", str(folder(self.home, round_) / "data"),
                 "--base", f"release:{round_.from_release}", "--out", name, "--json", *o.get("train_args", [])]
-        if (self.home / "releases" / name / "checkpoints").is_dir():
-            args.append("--resume")
-        manifest = self._run(round_, "train", args, revised=True)
+        if any((self.home / "training" / name).glob("checkpoint-*")):
+            args.append("--resume")  # a training the round started before stopped: it goes on
+        if (self.home / "releases" / name / "manifest.json").is_file():  # trained, but the round stopped before recording it
+            manifest = json.loads((self.home / "releases" / name / "manifest.json").read_text(encoding="utf-8"))
+        else:
+            manifest = self._run(round_, "train", args, revised=True)
         return self.rounds.finish_stage(round_.id, "train", {"release": name, "data": manifest.get("data", {})}, release=name)
 
     def _bench_after(self, round_: Round) -> Round:
