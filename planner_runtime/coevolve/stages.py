@@ -224,11 +224,12 @@ def promote_round(rounds: RoundStore, home: Path, round_: Round, *, by: str, not
         bench=f"{closed.results['bench_after']['bench']} (baseline {closed.results['bench_test']['bench']})", split="test",
         release=closed.release or "", rate=after["rate"], n=after["n"], default=closed.from_release,
         default_rate=before["rate"], default_n=before["n"], categories=closed.results["bench_after"]["categories"])
+    kept = home / "harness" / closed.id  # the round's folder may be cleaned up; the promoted harness stays
     try:
-        promotion.promote(home, closed.release or "", by=closed.approved_by or by, evidence=evidence, cache_dir=cache_dir)
-        kept = home / "harness" / closed.id
         if not kept.exists():
-            shutil.copytree(folder(home, closed) / "harness", kept)
+            shutil.copytree(closed.results["revise"]["harness"], kept)
+        revision.load_revision(kept)
+        promotion.promote(home, closed.release or "", by=closed.approved_by or by, evidence=evidence, cache_dir=cache_dir)
         revision.promote(home, kept)
     except Exception as exc:
         rounds.log(closed.id, "promote", f"failed after approval: {exc}")
