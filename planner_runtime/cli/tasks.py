@@ -230,6 +230,9 @@ def skills_check(directory: Optional[Path] = _SKILLS_DIR,
         console.print(f"{len(skills)} skills OK")
 
 
+GENERATED_KINDS = ("composition", "recombination", "tight")
+
+
 @tasks_app.command("generate")
 def tasks_generate(
     collection: str = typer.Option(..., "--collection", help="The collection whose failures to aim at (see `trajectories list`)."),
@@ -237,19 +240,23 @@ def tasks_generate(
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file) holding the collection."),
     suite: Optional[Path] = typer.Option(None, "--suite", help="The suite the collection ran (default: built-in)."),
     limit: int = typer.Option(10, "--max", min=1, max=200, help="At most this many candidates of each kind."),
+    kinds: Optional[list[str]] = typer.Option(None, "--kind", help="Only these kinds (repeat): composition, recombination, tight (default: all three; phrasings come with --llm)."),
     llm: Optional[str] = typer.Option(None, "--llm", help="An OpenAI-compatible endpoint (http://host:port) proposing new goal phrasings."),
     model: str = typer.Option("planner", "--model", help="The model name sent to --llm."),
     devices: int = typer.Option(2, "-n", "--devices", min=1, max=16, help="Virtual phones playing the candidates' demos."),
     as_json: bool = typer.Option(False, "--json", help="Print the gaps and decisions as JSON (only JSON on stdout)."),
 ) -> None:
     """Write new executable tasks aimed at a collection's failures: compositions of a weak domain's
-    template with another app's into one cross-app task, and (with --llm) new goal phrasings.
+    template with another app's into one cross-app task; recombinations, new points of a template's
+    parameter space (one parameter's value from another of its instances); tight variants, whose
+    step limit is the demo's length; and (with --llm) new goal phrasings.
     Each is kept only when its spec checks, the audit flags nothing and its demo passes its own
     verifier. Exit 0 when at least one was accepted, 1 when none was, 2 on a usage mistake."""
     import tempfile
 
     from planner_runtime.coevolve.analysis import failure_gaps
     from planner_runtime.runs.generate import compositions, gate, phrasings, write_suite
+    from planner_runtime.runs.variations import recombinations, tight_variants
     from planner_runtime.trajectories.store import TrajectoryStore
 
     if out.exists():
@@ -258,6 +265,10 @@ def tasks_generate(
         raise fail(f"{out.parent} is not a folder")
     if llm is not None and not llm.startswith(("http://", "https://")):
         raise fail(f"--llm {llm!r}: give an http(s):// address of an OpenAI-compatible server")
+    unknown = sorted(set(kinds or ()) - set(GENERATED_KINDS))
+    if unknown:
+        raise fail(f"--kind {unknown[0]!r}: choose from {', '.join(GENERATED_KINDS)}")
+    chosen = set(kinds or GENERATED_KINDS)
     try:
         settings = Settings.from_env()
     except PlannerRuntimeError as exc:
@@ -278,7 +289,12 @@ def tasks_generate(
         top = gaps.top(kind)[:5]
         if top:
             say(f"[bold]{kind}[/bold]: " + ", ".join(f"{escape(g.name)} {g.failures}/{g.episodes}" for g in top), soft_wrap=True)
-    candidates = compositions(base, gaps, limit)
+    domains, categories = [g.name for g in gaps.top("domain")], [g.name for g in gaps.top("category")]
+    candidates = compositions(base, gaps, limit) if "composition" in chosen else []
+    if "recombination" in chosen:
+        candidates += recombinations(base, domains, categories, limit)
+    if "tight" in chosen:
+        candidates += tight_variants(base, domains, categories, limit)
     refused: list[str] = []
     if llm is not None:
         worded, refused = phrasings(base, gaps, llm, limit, model=model)

@@ -10,6 +10,8 @@ domains:
   from another domain whose state it does not share, as one cross-app task (its goal joins the
   two, its setups, checks, user answers and demos are both tasks', the second's parameters
   renamed ``b_*``; its final answer carries both answers). Harder by construction;
+- **recombinations** and **tight variants** (:mod:`planner_runtime.runs.variations`): new
+  points of a template's parameter space, and instances that fail a wasted step;
 - **phrasings** (with an OpenAI-compatible endpoint): new goal wordings of a gap's templates that
   keep every parameter, so their checks and demos still hold.
 
@@ -34,6 +36,7 @@ from urllib.parse import urlparse
 import yaml
 
 from planner_runtime.errors import PlannerRuntimeError
+from planner_runtime.runs.variations import weakest_first
 from planner_runtime.tasks.spec import Category, Suite, TaskSpec
 from planner_runtime.trajectories.store import TrajectoryStore
 
@@ -171,11 +174,7 @@ def compositions(suite: Suite, gaps: Gaps, limit: int) -> list[TaskSpec]:
     so no single domain takes every slot."""
     pool = _instances(suite)
     weak = [g.name for g in gaps.top("domain")] or sorted({t.domain for t in pool.values()})
-    weak_categories = [g.name for g in gaps.top("category")]
-    firsts = sorted(pool.values(), key=lambda t: (
-        weak.index(t.domain) if t.domain in weak else len(weak),
-        weak_categories.index(t.category.value) if t.category.value in weak_categories else len(weak_categories),
-        t.template))
+    firsts = weakest_first(pool.values(), weak, [g.name for g in gaps.top("category")])
     seconds = sorted(pool.values(), key=lambda t: t.template)
     made: list[TaskSpec] = []
     used_seconds: Counter[str] = Counter()

@@ -42,7 +42,8 @@ def failed_collection(tmp_path_factory) -> tuple[Path, str]:
 def test_generated_tasks_aim_at_the_failing_domains_and_pass_every_gate(failed_collection, tmp_path):
     store, collection = failed_collection
     out = tmp_path / "gen.yaml"
-    proc = cli("tasks", "generate", "--collection", collection, "--store", str(store), "--out", str(out), "--max", "3", "--json")
+    proc = cli("tasks", "generate", "--collection", collection, "--store", str(store), "--out", str(out), "--max", "3",
+               "--kind", "composition", "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert {g["name"] for g in report["gaps"]["domain"]} == {"weather", "messages"}
@@ -62,6 +63,42 @@ def test_generated_tasks_aim_at_the_failing_domains_and_pass_every_gate(failed_c
     # and a later run never overwrites what it wrote
     again = cli("tasks", "generate", "--collection", collection, "--store", str(store), "--out", str(out))
     assert again.returncode == 2 and "exists" in again.stderr and load_suite(out).tasks == generated
+
+
+def test_recombinations_and_tight_variants_are_new_points_of_the_weak_templates_and_pass_every_gate(failed_collection, tmp_path):
+    store, collection = failed_collection
+    out = tmp_path / "more.yaml"
+    proc = cli("tasks", "generate", "--collection", collection, "--store", str(store), "--out", str(out), "--max", "4",
+               "--kind", "recombination", "--kind", "tight", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    generated = load_suite(out).tasks
+    assert [t.id for t in generated] == report["accepted"] and cli("tasks", "check", str(out)).returncode == 0
+    listed = {t.id: t for t in builtin_suite().tasks}
+    recombined = [t for t in generated if not t.id.endswith(".tight")]
+    tights = [t for t in generated if t.id.endswith(".tight")]
+    assert recombined and tights
+    for task in recombined:
+        template = task.id.removeprefix("gen.").rsplit(".", 1)[0]
+        instances = [t for t in listed.values() if t.template == template]
+        assert task.domain in {"weather", "messages"} and task.source == "generated"
+        assert task.split_name == instances[0].split_name  # held-out templates stay held out
+        assert task.values not in [t.values for t in instances]  # a new point of the space ...
+        assert min(sum(task.values[k] != t.values[k] for k in task.values) for t in instances) == 1  # ... one value away
+        for name, value in task.values.items():
+            assert value in {t.values[name] for t in instances}  # every value one the template already uses
+    for task in tights:
+        original = listed[task.id.removeprefix("gen.").removesuffix(".tight")]
+        assert task.max_steps == original.max_steps > len(original.demo) and task.difficulty == "hard"
+        assert task.checks[-1].max_steps_used == len(original.demo) and task.split_name == original.split_name
+    # a tight variant fails an episode that wastes a step the original allowed
+    task = tights[0]
+    wasteful = [{"name": "list_apps", "arguments": {}}] + [c.model_dump() for c in task.rendered_demo()]
+    script = tmp_path / "wasteful.json"
+    script.write_text(json.dumps({task.id: wasteful}))
+    ran = cli("collect", "--suite", str(out), "--task", task.id, "--planner", "scripted", "--script", str(script),
+              "--store", str(tmp_path / "w.sqlite"), "-n", "1", "--state-dir", str(tmp_path / "pool"), "--json")
+    assert ran.returncode == 0 and json.loads(ran.stdout)["failed"] == 1, ran.stdout + ran.stderr
 
 
 def test_a_composition_renames_the_second_tasks_parameters_and_joins_demos_and_answers():
@@ -130,6 +167,7 @@ def test_generate_bad_input_is_one_line_and_exit_2(failed_collection, tmp_path):
     store, collection = failed_collection
     for args, words in ((("--collection", "coll_nope"), "no verified episodes"),
                         (("--collection", collection, "--llm", "ftp://x"), "http"),
+                        (("--collection", collection, "--kind", "harder"), "choose from composition, recombination, tight"),
                         (("--collection", collection, "--store", str(tmp_path / "none.sqlite")), "no trajectory store")):
         if "--store" not in args:
             args = (*args, "--store", str(store))
