@@ -4,7 +4,8 @@ A bench is ``collect`` once per planner (the pool leases, the three attempts an 
 gets, the trajectories tagged with the collection and kept), so a bench's episodes are in the
 store like any collection's and an interrupted bench resumes where it stopped. Its collections
 are named after the bench, ``<bench id>.<n>`` for the n-th planner, so the bench id alone finds
-them again.
+them again. On a Ray cluster (a :class:`~planner_runtime.runs.distributed.Farm`) each planner's
+collection runs on the cluster's device hosts instead, its episodes stored here all the same.
 
 What is scored is read back from the store, not from the live counts: a work item's outcome is
 its judged attempt; its infra attempts are counted apart; an item whose every attempt was infra
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from device_farm.pool.pool import DevicePool
 from planner_runtime.bench.stats import Outcome
@@ -26,6 +27,9 @@ from planner_runtime.planners import Planner
 from planner_runtime.runs.collect import Progress, collect
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories.store import TrajectoryStore
+
+if TYPE_CHECKING:
+    from planner_runtime.runs.distributed import Farm, PlannersOnHost
 
 
 def collection_of(bench: str, index: int) -> str:
@@ -41,6 +45,7 @@ class Contender:
     planner: str  # as --planner said it
     collection: str
     planner_for: Callable[[TaskSpec], Planner]
+    on_host: PlannersOnHost | None = None  # how a device host of a Ray cluster builds them (default: planner_for itself)
 
 
 @dataclass(frozen=True)
@@ -54,13 +59,23 @@ class Results:
     task_errors: tuple[str, ...]  # items whose verdict blamed the task itself (kind ``spec``)
 
 
-def run_contender(tasks: Sequence[TaskSpec], contender: Contender, *, pool: DevicePool, store: TrajectoryStore,
+def run_contender(tasks: Sequence[TaskSpec], contender: Contender, *, pool: DevicePool | None, store: TrajectoryStore,
                   workers: int, repeat: int, first_seed: int = 0, policy: Policy | None = None, max_steps: int | None = None,
                   on_change: Callable[[Progress], None] | None = None, allow_reset: bool = False,
-                  disposable: frozenset[str] = frozenset()) -> tuple[Progress, float]:
+                  disposable: frozenset[str] = frozenset(), farm: Farm | None = None,
+                  on_warning: Callable[[str], None] | None = None) -> tuple[Progress, float]:
     """Run (or resume) ``contender``'s collection; returns its counts and wall seconds. The
-    options are :func:`~planner_runtime.runs.collect.collect`'s."""
+    options are :func:`~planner_runtime.runs.collect.collect`'s; with ``farm`` it runs on the
+    cluster's device hosts (``pool`` and ``workers`` unused, ``on_warning`` hears of lost hosts)."""
     started = time.monotonic()
+    if farm is not None:
+        from planner_runtime.runs.distributed import SamePlanners, collect_on_ray
+
+        _, progress = collect_on_ray(tasks, farm=farm, store=store, planners=contender.on_host or SamePlanners(contender.planner_for),
+                                     repeat=repeat, first_seed=first_seed, collection=contender.collection, policy=policy,
+                                     max_steps=max_steps, on_change=on_change, on_warning=on_warning, allow_reset=allow_reset,
+                                     disposable=disposable)
+        return progress, time.monotonic() - started
     _, progress = collect(tasks, pool=pool, store=store, planner_for=contender.planner_for, workers=workers,
                           repeat=repeat, first_seed=first_seed, collection=contender.collection, policy=policy, max_steps=max_steps,
                           on_change=on_change, allow_reset=allow_reset, disposable=disposable)

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail
+from planner_runtime.cli.ray_option import RAY_HELP, RAY_HOSTS_HELP, check_ray_options, ray_farm
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 
@@ -37,6 +38,8 @@ def bench(
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of every episode (default: each task's own)."),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
+    ray: Optional[str] = typer.Option(None, "--ray", help=RAY_HELP),
+    ray_hosts: Optional[int] = typer.Option(None, "--ray-hosts", min=1, help=RAY_HOSTS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the report as JSON on stdout (progress goes to stderr)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the report as a self-contained HTML page."),
 ) -> None:
@@ -61,8 +64,10 @@ def bench(
                         *(w for address in adb or [] for w in ("--adb", address)), "-n", str(phones),
                         *(["--state-dir", str(state_dir)] if state_dir else []),
                         *(["--planner-timeout", f"{planner_timeout:g}"] if planner_timeout else []),
-                        *(["--allow-reset"] if allow_reset else [])])
+                        *(["--allow-reset"] if allow_reset else []), *(["--ray", ray] if ray else []),
+                        *(["--ray-hosts", str(ray_hosts)] if ray_hosts else [])])
     try:
+        check_ray_options(ray, ray_hosts)
         if split not in SPLITS:
             raise fail(f"--split {split!r}: choose train, test or all")
         if html is not None and not html.parent.is_dir():
@@ -83,10 +88,14 @@ def bench(
             tasks = _tasks(specs[0])
             contenders = _contenders(bench_id, specs, planner_timeout)
             disposable = disposable_serials(settings)
-            pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else phones, state_dir))
-            for line in ready_check(pool):
-                err.print(f"warning: {line}; benching on the others", soft_wrap=True, markup=False)
-            check_reset(pool, disposable, allow_reset)
+            pool = farm = None
+            if ray is not None:  # each host builds and checks its own pool once started
+                farm = stack.enter_context(ray_farm(ray, ray_hosts, adb, phones, state_dir))
+            else:
+                pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else phones, state_dir))
+                for line in ready_check(pool):
+                    err.print(f"warning: {line}; benching on the others", soft_wrap=True, markup=False)
+                check_reset(pool, disposable, allow_reset)
             db = db or stack.enter_context(TrajectoryStore(path, create=True))
             for contender, spec in zip(contenders, specs):  # all before any runs, so a resume finds every planner
                 db.record_collection(contender.collection, spec.model_dump(mode="json"))
@@ -94,15 +103,18 @@ def bench(
             for contender, spec in zip(contenders, specs):
                 _, wall = _with_bar(run_contender, tasks, contender, pool=pool, store=db, workers=phones,
                                     repeat=spec.repeat, first_seed=spec.first_seed, max_steps=spec.max_steps, policy=spec.policy,
-                                    allow_reset=allow_reset, disposable=disposable)
+                                    allow_reset=allow_reset, disposable=disposable, farm=farm, on_warning=_warn)
                 reports.append(PlannerReport.of(contender.label, contender.planner, contender.collection, tasks,
                                                 results(db, contender.collection, tasks, settings.prices), wall))
     except KeyboardInterrupt:
         err.print(f"interrupted: bench {bench_id} keeps its finished items; resume it with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.interrupted) from None
     except CollectionStopped as exc:
+        from planner_runtime.runs.distributed import HostsLost  # Ray itself is imported only with --ray
+
         stopped = str(exc).split("; finished items")[0]  # collect's own resume hint names one collection, not the bench
-        raise fail(f"{stopped}; finished items are kept, continue with {again}", ExitCode.failed) from exc
+        code = ExitCode.infra if isinstance(exc, HostsLost) else ExitCode.failed
+        raise fail(f"{stopped}; finished items are kept, continue with {again}", code) from exc
     except DeviceError as exc:
         raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
@@ -176,8 +188,10 @@ def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
 
 def _contenders(bench_id: str, specs, timeout: float | None):  # noqa: ANN001, ANN202 - -> list[Contender]
     """Each spec's planner, labelled by its --planner (and script) so two of a kind stay apart."""
+    import functools
+
     from planner_runtime.bench.runner import Contender, collection_of
-    from planner_runtime.cli.collect import _planners
+    from planner_runtime.cli.collect import _planners, host_planners
 
     labels: list[str] = []
     for spec in specs:
@@ -185,8 +199,13 @@ def _contenders(bench_id: str, specs, timeout: float | None):  # noqa: ANN001, A
         if spec.planner == "local" and (spec.model or "").startswith("release:"):
             label = f"local:{spec.model.removeprefix('release:')}"
         labels.append(label if label not in labels else f"{label} #{sum(lab.split(' #')[0] == label for lab in labels) + 1}")
-    return [Contender(label=label, planner=spec.planner, collection=collection_of(bench_id, i), planner_for=_planners(spec, timeout))
+    return [Contender(label=label, planner=spec.planner, collection=collection_of(bench_id, i), planner_for=_planners(spec, timeout),
+                      on_host=functools.partial(host_planners, spec, timeout, {}))
             for i, (label, spec) in enumerate(zip(labels, specs))]
+
+
+def _warn(line: str) -> None:
+    err.print(f"warning: {line}", soft_wrap=True, markup=False)
 
 
 def _with_bar(run, tasks, contender, **options):  # noqa: ANN001, ANN202

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -11,6 +11,7 @@ import typer
 
 from planner_runtime.cli.release_option import RELEASE_HELP, model_option
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail, make_planner, planner_timeout_option
+from planner_runtime.cli.ray_option import RAY_HELP, RAY_HOSTS_HELP, check_ray_options, ray_farm
 from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
 
@@ -37,6 +38,8 @@ def collect(
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
     first_seed: Optional[int] = typer.Option(None, "--first-seed", min=0, help="Repeat k of a template with random parameters runs its seed FIRST_SEED + k (default 0: seeds 0, 1, ...); fresh seeds make instances never trained on."),
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
+    ray: Optional[str] = typer.Option(None, "--ray", help=RAY_HELP),
+    ray_hosts: Optional[int] = typer.Option(None, "--ray-hosts", min=1, help=RAY_HOSTS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout (progress goes to stderr)."),
 ) -> None:
     """Run a suite's tasks K times each over N devices in parallel; infra failures retried elsewhere.
@@ -45,6 +48,10 @@ def collect(
     job), 3 when items stayed infra faults after their retries, 2 for a usage error, 130 on Ctrl-C
     (running episodes are stored as interrupted at once and end at their next turn; the
     collection id and the command that resumes it are printed).
+
+    With --ray, each device host of the Ray cluster runs -n episodes at once on its own phones
+    (virtual ones, or those of --adb as that host reaches it) with its own planner; the store
+    stays here. A host lost mid-collection has its running items run again on the others.
 
     --planner demo plays each task's demo on virtual phones, sensitive actions allowed unless
     --policy says otherwise; a demo its verifier fails is named on stderr, and its trajectory,
@@ -59,8 +66,9 @@ def collect(
 
     coll = resume or new_id("coll_")
     again = resume_command(coll, store=store, adb=adb, devices=devices, state_dir=state_dir, allow_reset=allow_reset,
-                           planner_timeout=planner_timeout)
+                           planner_timeout=planner_timeout, ray=ray, ray_hosts=ray_hosts)
     try:
+        check_ray_options(ray, ray_hosts)
         settings = Settings.from_env()
         options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model_option(model, release, None if resume else planner or settings.planner), script=script,
                        policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
@@ -71,23 +79,33 @@ def collect(
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             spec = _spec(db, resume, path, options, planner or settings.planner)
             tasks = _tasks(spec)
-            planner_for = _planners(spec, planner_timeout, _episodes_so_far(db, coll))
+            so_far = _episodes_so_far(db, coll)
+            planner_for = _planners(spec, planner_timeout, so_far)  # with --ray too: its options are checked here
             disposable = disposable_serials(settings)
-            pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else devices, state_dir))
-            for line in ready_check(pool):
-                err.print(f"warning: {line}; collecting on the others", soft_wrap=True, markup=False)
-            wiped = check_reset(pool, disposable, allow_reset)
-            if wiped:
-                err.print(f"[yellow]warning:[/yellow] --allow-reset: every task's setup deletes app data on {', '.join(wiped)}")
-            db = db or stack.enter_context(TrajectoryStore(path, create=True))
-            db.record_collection(coll, spec.model_dump(mode="json"))
-            counts = _run(run_collection, tasks, spec, coll=coll, pool=pool, db=db, planner_for=planner_for,
-                          workers=devices, allow_reset=allow_reset, disposable=disposable)
+            if ray is not None:  # each host builds and checks its own pool once started, after the store is opened
+                farm = stack.enter_context(ray_farm(ray, ray_hosts, adb, devices, state_dir))
+                db = db or stack.enter_context(TrajectoryStore(path, create=True))
+                db.record_collection(coll, spec.model_dump(mode="json"))
+                counts = _run_on_ray(tasks, spec, coll=coll, farm=farm, db=db, timeout=planner_timeout,
+                                     so_far=so_far, allow_reset=allow_reset, disposable=disposable)
+            else:
+                pool = stack.enter_context(pool_from_options(adb or [], 0 if adb else devices, state_dir))
+                for line in ready_check(pool):
+                    err.print(f"warning: {line}; collecting on the others", soft_wrap=True, markup=False)
+                wiped = check_reset(pool, disposable, allow_reset)
+                if wiped:
+                    err.print(f"[yellow]warning:[/yellow] --allow-reset: every task's setup deletes app data on {', '.join(wiped)}")
+                db = db or stack.enter_context(TrajectoryStore(path, create=True))
+                db.record_collection(coll, spec.model_dump(mode="json"))
+                counts = _run(run_collection, tasks, spec, coll=coll, pool=pool, db=db, planner_for=planner_for,
+                              workers=devices, allow_reset=allow_reset, disposable=disposable)
     except KeyboardInterrupt:
         err.print(f"interrupted: collection {coll} keeps its finished items; resume it with\n  {again}", soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.interrupted) from None
     except CollectionStopped as exc:
-        raise fail(str(exc), ExitCode.failed) from exc
+        from planner_runtime.runs.distributed import HostsLost  # Ray itself is imported only with --ray
+
+        raise fail(str(exc), ExitCode.infra if isinstance(exc, HostsLost) else ExitCode.failed) from exc
     except DeviceError as exc:
         raise fail(f"device: {exc}", ExitCode.infra) from exc
     except PlannerRuntimeError as exc:
@@ -95,7 +113,8 @@ def collect(
     if spec.planner == "demo":
         _report_failed_demos(path, coll)
     report = {"collection": coll, "total": counts.total, "succeeded": counts.success, "failed": counts.failed,
-              "infra_retried": counts.infra, "skipped": counts.skipped, "gave_up": counts.gave_up}
+              "infra_retried": counts.infra, "skipped": counts.skipped, "gave_up": counts.gave_up,
+              **({"hosts": counts.hosts} if ray is not None else {})}
     if as_json:
         print(json.dumps(report))
     else:
@@ -103,6 +122,9 @@ def collect(
             f"collection {coll}: {counts.success} succeeded, {counts.failed} failed, {counts.infra} infra episodes retried, "
             f"{counts.skipped} skipped (done before), {len(counts.gave_up)} given up"
         )
+        if counts.hosts:
+            console.print("items settled per host: " + ", ".join(f"{host} {n}" for host, n in counts.hosts.items()),
+                          soft_wrap=True, markup=False)
     if counts.gave_up:
         err.print("given up after repeated infra failures (not counted against the planner): " + ", ".join(counts.gave_up)
                   + f"\nrun them again with\n  {again}", soft_wrap=True, markup=False)
@@ -134,17 +156,24 @@ def _spec(db, resume: str | None, path: Path, options: dict, planner: str):  # n
     return CollectionSpec.model_validate(recorded).resumed_with(**options)
 
 
-def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, allow_reset, disposable):  # noqa: ANN001, ANN202
-    """The collection with a live progress bar on stderr."""
+@contextmanager
+def _bar(total: int):  # noqa: ANN202 - yields (the rich Progress, its update for collect.Progress counts)
+    """A live progress bar on stderr for a collection of ``total`` items."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
-        row = bar.add_task("collecting", total=len(tasks) * spec.repeat)
+        row = bar.add_task("collecting", total=total)
 
         def show(p) -> None:  # noqa: ANN001 - collect.Progress
             bar.update(row, completed=p.done + p.skipped,
                        description=f"[green]{p.success} ok[/green] [red]{p.failed} failed[/red] [yellow]{p.infra} infra[/yellow]")
 
+        yield bar, show
+
+
+def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, allow_reset, disposable):  # noqa: ANN001, ANN202
+    """The collection with a live progress bar on stderr."""
+    with _bar(len(tasks) * spec.repeat) as (bar, show):
         def stopping(ids: list[str]) -> None:
             bar.stop()
             err.print(f"stopping: {len(ids)} running episode{'' if len(ids) == 1 else 's'} stored as interrupted; "
@@ -157,8 +186,25 @@ def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, a
     return counts
 
 
+def _run_on_ray(tasks, spec, *, coll, farm, db, timeout, so_far, allow_reset, disposable):  # noqa: ANN001, ANN202
+    """The collection on the device hosts of ``farm``, with a live progress bar on stderr."""
+    import functools
+
+    from planner_runtime.runs.distributed import collect_on_ray
+
+    def warn(line: str) -> None:
+        err.print(f"warning: {line}", soft_wrap=True, markup=False)
+
+    with _bar(len(tasks) * spec.repeat) as (_, show):
+        _, counts = collect_on_ray(tasks, farm=farm, store=db, planners=functools.partial(host_planners, spec, timeout, so_far),
+                                   repeat=spec.repeat, first_seed=spec.first_seed, collection=coll, on_change=show,
+                                   on_warning=warn, policy=spec.policy, max_steps=spec.max_steps, allow_reset=allow_reset,
+                                   disposable=disposable)
+    return counts
+
+
 def resume_command(coll: str, *, store: Path | None, adb: list[str] | None, devices: int, state_dir: Path | None,
-                   allow_reset: bool, planner_timeout: float | None) -> str:
+                   allow_reset: bool, planner_timeout: float | None, ray: str | None = None, ray_hosts: int | None = None) -> str:
     """The command that continues ``coll`` on the same devices and store (the rest is recorded)."""
     import shlex
 
@@ -170,6 +216,8 @@ def resume_command(coll: str, *, store: Path | None, adb: list[str] | None, devi
     words += ["--state-dir", str(state_dir)] if state_dir else []
     words += ["--planner-timeout", f"{planner_timeout:g}"] if planner_timeout else []
     words += ["--allow-reset"] if allow_reset else []
+    words += ["--ray", ray] if ray else []
+    words += ["--ray-hosts", str(ray_hosts)] if ray_hosts else []
     return shlex.join(words)
 
 
@@ -234,9 +282,11 @@ def _episodes_so_far(db, coll: str) -> dict[str, int]:  # noqa: ANN001 - a Traje
     return {} if db is None else dict(Counter(s.task_id for s in db.query(Filter(collection=coll)) if s.task_id))
 
 
-def _planners(spec, timeout: float | None, so_far: dict[str, int] | None = None):  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
+def _planners(spec, timeout: float | None, so_far: dict[str, int] | None = None,  # noqa: ANN001, ANN202 - CollectionSpec -> (TaskSpec -> Planner)
+              share: tuple[int, int] = (0, 1)):
     """One planner per episode for scripted runs (each task's own calls), else one shared by every
-    worker; sampled at a temperature, each episode gets seeds after the ``so_far`` ones of its task."""
+    worker; sampled at a temperature, each episode gets seeds after the ``so_far`` ones of its task
+    (on device host i of n, ``share`` (i, n): every n-th of them, so no two hosts sample alike)."""
     from planner_runtime.runs.collect import shared
     from planner_runtime.planners.scripted import ScriptedPlanner
 
@@ -257,11 +307,17 @@ def _planners(spec, timeout: float | None, so_far: dict[str, int] | None = None)
         from planner_runtime.planners import Sampling
         from planner_runtime.planners.sampled import EpisodeSeeds, SampledPlanner
 
-        seeds, budget = EpisodeSeeds(so_far or {}), getattr(model, "max_new_tokens", Sampling().max_new_tokens)
+        seeds, budget = EpisodeSeeds(so_far or {}, share), getattr(model, "max_new_tokens", Sampling().max_new_tokens)
         return lambda t: SampledPlanner(one, temperature=spec.temperature, seeds=seeds, key=t.id, max_new_tokens=budget)
     return lambda t: one
 
 
+
+
+def host_planners(spec, timeout: float | None, so_far: dict[str, int], index: int, hosts: int):  # noqa: ANN001, ANN201 - CollectionSpec -> (TaskSpec -> Planner)
+    """The collection's planners as device host ``index`` of ``hosts`` builds them (see
+    :func:`_planners`); bound to a spec with :func:`functools.partial`, it travels to the hosts."""
+    return _planners(spec, timeout, so_far, share=(index, hosts))
 
 
 def _scripts(path: Path, text: str | None) -> dict:

@@ -22,16 +22,21 @@ SEEDS_PER_EPISODE = 1000  # turns an episode can take before its seeds meet the 
 
 class EpisodeSeeds:
     """Hands out episode numbers per task, from any thread: ``used[key]``, then on (a resumed
-    collection passes how many episodes each task already has, so no seed is used twice)."""
+    collection passes how many episodes each task already has, so no seed is used twice).
 
-    def __init__(self, used: Mapping[str, int] | None = None) -> None:
+    ``share`` ``(i, n)``: this is the i-th of n hosts sampling one collection, each with its own
+    counter; it takes every n-th number from ``used[key] + i``, so no two hosts take the same."""
+
+    def __init__(self, used: Mapping[str, int] | None = None, share: tuple[int, int] = (0, 1)) -> None:
         self._lock = threading.Lock()
         self._used = dict(used or {})
         self._next: dict[str, Iterator[int]] = {}
+        self._share = share
 
     def take(self, key: str) -> int:
+        index, hosts = self._share
         with self._lock:
-            return next(self._next.setdefault(key, itertools.count(self._used.get(key, 0))))
+            return next(self._next.setdefault(key, itertools.count(self._used.get(key, 0) + index, hosts)))
 
 
 class SampledPlanner:

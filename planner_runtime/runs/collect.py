@@ -25,33 +25,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from device_farm import Device
-from device_farm.errors import DeviceError, DeviceOffline
+from device_farm.errors import DeviceOffline
 from device_farm.health import not_ready_reason
 from device_farm.pool.pool import DevicePool
-from device_farm.sources import DeviceCandidate
-from planner_runtime.contract import DeviceRef, FailureKind, Source, Trajectory, TrajectoryStatus, Usage, new_id
+from planner_runtime.contract import TrajectoryStatus, Usage, new_id
 from planner_runtime.errors import PlannerRuntimeError, StoreError
-from planner_runtime.harness.device_errors import is_device_fault
-from planner_runtime.harness.identity import EpisodeIdentity
-from planner_runtime.harness.safety import Policy, SafetyGate
 from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.planners.shared import SharedPlanner
-from planner_runtime.runs.run import run_goal
+from planner_runtime.runs.attempt import CollectionInterrupted, Item, ItemRun, ResetRefused, refusal, resettable, run_attempt
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories.store import TrajectoryStore
 
+__all__ = ["CollectionInterrupted", "CollectionStopped", "Item", "PhonesNotReady", "Progress", "ResetRefused", "at_risk",
+           "check_reset", "collect", "ready_check", "resettable", "shared"]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Item:
-    task: TaskSpec
-    repeat: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.task.id}#{self.repeat}"
 
 
 @dataclass
@@ -64,6 +52,7 @@ class Progress:
     failed: int = 0
     infra: int = 0  # infra episodes, each retried or given up
     gave_up: list[str] = field(default_factory=list)
+    hosts: dict[str, int] = field(default_factory=dict)  # on a Ray cluster: items each device host settled
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -73,15 +62,6 @@ class Progress:
 
 class CollectionStopped(PlannerRuntimeError):
     """An episode raised what no episode should (a bug): the collection stopped, finished items kept."""
-
-
-class ResetRefused(PlannerRuntimeError):
-    """The pool holds phones that seeding would wipe and the collection was not allowed to."""
-
-
-def resettable(candidate: DeviceCandidate, disposable: frozenset[str] = frozenset()) -> bool:
-    """Whether seeding a task may wipe this phone: a built-in virtual one, or one marked disposable."""
-    return candidate.key.startswith("virtual/") or candidate.serial in disposable
 
 
 def at_risk(pool: DevicePool, disposable: frozenset[str] = frozenset()) -> list[str]:
@@ -116,31 +96,11 @@ def check_reset(pool: DevicePool, disposable: frozenset[str], allow_reset: bool)
     are any and ``allow_reset`` was not given."""
     wiped = at_risk(pool, disposable)
     if wiped and not allow_reset:
-        raise ResetRefused(_refusal(wiped))
+        raise ResetRefused(refusal(wiped))
     return wiped
 
 
-def _is_infra(traj: Trajectory) -> bool:
-    return traj.status is TrajectoryStatus.infra_error or (
-        traj.verdict is not None and traj.verdict.failure_kind is FailureKind.infra
-    )
-
-
-def _device_at_fault(traj: Trajectory, device: Device) -> bool:
-    """Whether an infra episode's fault was the device's: its last step says so, or the device
-    does not answer now. A planner endpoint that was down is not — counting that against
-    healthy phones would quarantine the whole pool."""
-    error = traj.steps[-1].feedback.error if traj.steps else None
-    if error is not None and is_device_fault(error.code):
-        return True
-    try:
-        device.shell(["echo", "ok"], timeout=5.0)
-    except DeviceError as exc:
-        return exc.infra
-    return False
-
-
-def _load_before_workers(planner_for: Callable[[TaskSpec], Planner], task: TaskSpec, collection: str) -> None:
+def load_first(planner_for: Callable[[TaskSpec], Planner], task: TaskSpec, collection: str) -> None:
     """Load the planner the first item will use, on this thread, before any worker runs; a
     failure is left to the items, each of which tries again (and is retried as infra)."""
     load = getattr(planner_for(task), "load", None)
@@ -232,36 +192,24 @@ def collect(
                     log.exception("collection %s: %s crashed its worker", collection, item.key)
                 crashes.append((item.key, exc))
 
+    run = ItemRun(collection=collection, planner_for=planner_for, first_seed=first_seed, policy=policy,
+                  max_steps=max_steps, allow_reset=allow_reset, disposable=disposable, lease_timeout=lease_timeout)
+
     def run_item(index: int, item: Item, attempt: int) -> None:
-        lease = pool.lease(timeout=lease_timeout, holder=f"collect {collection} worker {index}")
-        try:
-            with lease as device:
-                if not allow_reset and not resettable(lease.candidate, disposable):  # attached since the check
-                    raise ResetRefused(_refusal([lease.candidate.serial]))
-                lease.restore_clean()  # where the source can; a failure is the device's fault, retried elsewhere
-                ref = DeviceRef(serial=lease.candidate.serial, model=lease.candidate.model, kind=lease.candidate.source)
-                source = Source.sandbox if lease.candidate.source == "virtual" else Source.real
-                task = item.task.draw(seed=first_seed + item.repeat)  # repeat k: the instance of seed first_seed + k
-                in_flight[index] = trajectory_id = new_id("traj_")
-                try:
-                    identity = EpisodeIdentity(device=ref, source=source, collection=collection, item=item.key)
-                    traj = run_goal(task.rendered_goal(), device=device, identity=identity,
-                                    planner=_Interruptible(planner_for(task), stopping), store=store, task=task,
-                                    gate=SafetyGate(policy=policy or Policy()),
-                                    max_steps=max_steps, trajectory_id=trajectory_id)
-                finally:
-                    in_flight.pop(index, None)
-                if stopping.is_set():
-                    return  # interrupted: the pool closed its phones under this episode; nobody's fault
-                if _is_infra(traj) and _device_at_fault(traj, device):  # the episode kept its trajectory; the device takes the fault
-                    lease.report(DeviceError(f"{item.key}: episode ended as infra ({traj.status.value})"))
-            settle(item, attempt, _is_infra(traj), bool(traj.verdict and traj.verdict.success))
-        except DeviceError as exc:  # no device, or it failed outside the episode (seeding, verifying)
-            settle(item, attempt, exc.infra, False)
+        def running(trajectory_id: str | None) -> None:
+            if trajectory_id is None:
+                in_flight.pop(index, None)
+            else:
+                in_flight[index] = trajectory_id
+
+        ended = run_attempt(item, run, pool=pool, store=store, holder=f"collect {collection} worker {index}",
+                            stopping=stopping, running=running)
+        if ended is not None:
+            settle(item, attempt, ended.infra, ended.success)
 
     pending = [item for item in items if item.key not in done]
     if pending:
-        _load_before_workers(planner_for, pending[0].task, collection)
+        load_first(planner_for, pending[0].task, collection)
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
     for t in threads:
         t.start()
@@ -287,24 +235,6 @@ def collect(
     return collection, progress
 
 
-class CollectionInterrupted(PlannerRuntimeError):
-    """Raised in place of a planner turn once the collection was interrupted: the episode ends
-    there, stored as ``interrupted``."""
-
-
-class _Interruptible:
-    """A planner that refuses new turns once ``stopping`` is set (a turn under way finishes)."""
-
-    def __init__(self, planner: Planner, stopping: threading.Event) -> None:
-        self._planner, self._stopping = planner, stopping
-        self.name, self.release = planner.name, planner.release
-
-    def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - Planner.plan
-        if self._stopping.is_set():
-            raise CollectionInterrupted("the collection was interrupted")
-        return self._planner.plan(*args, **kwargs)
-
-
 def _mark_interrupted(store: TrajectoryStore, ids: list[str]) -> list[str]:
     """Store the running ones of ``ids`` as interrupted now, with the tokens of their stored
     steps; an episode that still ends on its own writes its end over this."""
@@ -326,12 +256,6 @@ def _join(threads: list[threading.Thread], grace_s: float) -> None:
     for t in threads:
         while t.is_alive() and time.monotonic() < deadline:
             t.join(0.2)  # bounded, so a second Ctrl-C stops the wait
-
-
-def _refusal(serials: Sequence[str]) -> str:
-    return (f"seeding a task deletes app data on the phone, and {', '.join(serials)} "
-            f"{'is' if len(serials) == 1 else 'are'} not a virtual phone: pass --allow-reset if "
-            "it may be wiped, or list it in PLANNER_AGENT_DISPOSABLE_SERIALS")
 
 
 def shared(planner: Planner) -> SharedPlanner:

@@ -16,7 +16,7 @@ import socket
 import threading
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
@@ -29,6 +29,67 @@ from planner_runtime.trajectories import query as q
 from planner_runtime.trajectories import tokens as packed
 from planner_runtime.trajectories.query import Filter, Summary
 from planner_runtime.trajectories.schema import collections, metadata, migrate, steps, trajectories
+
+
+def _row(traj: Trajectory) -> dict[str, Any]:
+    """A trajectory's row as :meth:`TrajectoryStore.begin` writes it."""
+    return {
+        "id": traj.id,
+        "task_id": traj.task_id,
+        "goal": traj.goal,
+        "source": traj.source.value,
+        "device": traj.device.model_dump(mode="json"),
+        "planner": traj.planner,
+        "planner_release": traj.planner_release,
+        "harness_release": traj.harness_release,
+        "data_source": traj.data_source.value if traj.data_source else None,
+        "tools": [t.model_dump(mode="json") for t in traj.tools],
+        "collection": traj.collection,
+        "item": traj.item,
+        "parent": traj.parent,
+        "status": traj.status.value,
+        "started_at": traj.started_at,
+        "writer": _writer_id(),
+    }
+
+
+def _ending(traj: Trajectory) -> dict[str, Any]:
+    """The columns :meth:`TrajectoryStore.end` and :meth:`TrajectoryStore.set_verdict` write."""
+    verdict = traj.verdict
+    return {
+        "answer": traj.answer,
+        "prompt_tokens": traj.usage.prompt_tokens,
+        "completion_tokens": traj.usage.completion_tokens,
+        "ended_at": traj.ended_at,
+        "verdict": verdict.model_dump(mode="json") if verdict else None,
+        "success": verdict.success if verdict else None,
+        "failure_kind": verdict.failure_kind.value if verdict and verdict.failure_kind else None,
+    }
+
+
+_Ids = tuple[int, tuple[int, ...]]  # a step's index and its prompt + completion ids
+
+
+def _step_row(trajectory_id: str, step: Step, last: _Ids) -> tuple[dict[str, Any], _Ids | None]:
+    """A step's row, its token ids packed against ``last`` (the index and ids of the trajectory's
+    previous step with tokens; ``(-1, ())``: none), and what the next step packs against (``None``:
+    this step has no tokens, the next packs against ``last``)."""
+    fb = step.feedback
+    blob = None
+    if step.tokens is not None and packed.packable(step.tokens):
+        blob = packed.pack(step.tokens, *last)
+    row = {
+        "trajectory_id": trajectory_id,
+        "idx": step.index,
+        "tool": step.tool_call.name if step.tool_call else None,
+        "status": fb.status.value,
+        "error_code": fb.error.code.value if fb.error else None,
+        "record": step.model_dump_json(exclude={"tokens"}) if blob is not None else step.to_json(),
+        "tokens": blob,
+    }
+    ids = (step.index, step.tokens.prompt_ids + step.tokens.completion_ids) if step.tokens is not None else None
+    return row, ids
+
 
 def _writer_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -72,47 +133,36 @@ class TrajectoryStore(SqliteFile):
 
     # -- writing ----------------------------------------------------------------------------
     def begin(self, traj: Trajectory) -> None:
-        row = {
-            "id": traj.id,
-            "task_id": traj.task_id,
-            "goal": traj.goal,
-            "source": traj.source.value,
-            "device": traj.device.model_dump(mode="json"),
-            "planner": traj.planner,
-            "planner_release": traj.planner_release,
-            "harness_release": traj.harness_release,
-            "data_source": traj.data_source.value if traj.data_source else None,
-            "tools": [t.model_dump(mode="json") for t in traj.tools],
-            "collection": traj.collection,
-            "item": traj.item,
-            "parent": traj.parent,
-            "status": traj.status.value,
-            "started_at": traj.started_at,
-            "writer": _writer_id(),
-        }
         with self._writing() as conn:
-            conn.execute(insert(trajectories).values(**row))
+            conn.execute(insert(trajectories).values(**_row(traj)))
 
     def append_step(self, trajectory_id: str, step: Step) -> None:
-        fb = step.feedback
-        blob = None
-        if step.tokens is not None and packed.packable(step.tokens):  # packed outside the lock: other writers need not wait
-            ref, earlier = self._last_ids.get(trajectory_id, (-1, ()))
-            blob = packed.pack(step.tokens, ref, earlier)
+        row, ids = _step_row(trajectory_id, step, self._last_ids.get(trajectory_id, (-1, ())))  # packed outside the lock
         with self._writing() as conn:
-            conn.execute(
-                insert(steps).values(
-                    trajectory_id=trajectory_id,
-                    idx=step.index,
-                    tool=step.tool_call.name if step.tool_call else None,
-                    status=fb.status.value,
-                    error_code=fb.error.code.value if fb.error else None,
-                    record=step.model_dump_json(exclude={"tokens"}) if blob is not None else step.to_json(),
-                    tokens=blob,
-                )
-            )
-        if step.tokens is not None:  # only once committed: a reference must name a stored step
-            self._last_ids[trajectory_id] = (step.index, step.tokens.prompt_ids + step.tokens.completion_ids)
+            conn.execute(insert(steps).values(**row))
+        if ids is not None:  # only once committed: a reference must name a stored step
+            self._last_ids[trajectory_id] = ids
+
+    def add_finished(self, traj: Trajectory, subagents: Sequence[Trajectory] = ()) -> bool:
+        """Store an episode that ran elsewhere, whole: ``traj`` and its sub-agents' episodes
+        (each after the one that delegated it), with their steps, ends and verdicts, in one
+        transaction, so a reader never sees half of it. Idempotent by id: returns ``False``, and
+        writes nothing, when ``traj`` is stored already."""
+        rows, step_rows = [], []
+        for episode in (traj, *subagents):
+            rows.append({**_row(episode), **_ending(episode)})
+            last: _Ids = (-1, ())
+            for step in episode.steps:
+                row, ids = _step_row(episode.id, step, last)
+                step_rows.append(row)
+                last = ids or last
+        with self._writing() as conn:
+            if conn.execute(select(trajectories.c.id).where(trajectories.c.id == traj.id)).first() is not None:
+                return False
+            conn.execute(insert(trajectories), rows)
+            if step_rows:
+                conn.execute(insert(steps), step_rows)
+        return True
 
     def end(self, trajectory_id: str, status: TrajectoryStatus, *, answer: str | None, usage: Usage) -> None:
         self._last_ids.pop(trajectory_id, None)
