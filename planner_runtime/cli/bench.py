@@ -49,6 +49,9 @@ def bench(
     Exit status: 0 when every item was scored, 3 when items stayed infra faults after their
     retries (the report is still printed), 2 for a usage error, 130 on Ctrl-C (the bench id and
     the command that resumes it are printed).
+
+    With --ray, every planner's episodes run on the device hosts of a Ray cluster, -n at once on
+    each (see `collect --help`); the store and the report stay here.
     """
     from device_farm.errors import DeviceError
     from planner_runtime.bench.page import render_page

@@ -51,7 +51,8 @@ def collect(
 
     With --ray, each device host of the Ray cluster runs -n episodes at once on its own phones
     (virtual ones, or those of --adb as that host reaches it) with its own planner; the store
-    stays here. A host lost mid-collection has its running items run again on the others.
+    stays here. A host lost mid-collection has its running items run again on the others; with
+    every host lost the collection stops with status 3, its finished items kept.
 
     --planner demo plays each task's demo on virtual phones, sensitive actions allowed unless
     --policy says otherwise; a demo its verifier fails is named on stderr, and its trajectory,

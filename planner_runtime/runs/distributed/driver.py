@@ -192,6 +192,8 @@ def _drive(ray: Any, hosts: list[_Host], queue: collections.deque, progress: Pro
             except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError) as exc:
                 last_loss = f"{host.label}, {type(exc).__name__}"
                 _lose(ray, host, [(item, attempt), *host.running.values()], exc, queue, lost, progress, max_attempts, warn)
+                if on_change is not None:
+                    on_change(progress)
                 continue
             if finished is None:  # the host is closing under it: run it elsewhere
                 queue.appendleft((item, attempt))
@@ -241,7 +243,8 @@ def _lose(ray: Any, host: _Host, running: list[tuple[Item, int]], exc: BaseExcep
             back.append(item.key)
             queue.appendleft((item, attempt))
     what = f"{len(back)} running item{'' if len(back) == 1 else 's'} go{'es' if len(back) == 1 else ''} back on the queue"
-    warn(f"{host.label} was lost ({type(exc).__name__}) after settling {progress.hosts.get(host.label, 0)} items; "
+    settled = progress.hosts.get(host.label, 0)
+    warn(f"{host.label} was lost ({type(exc).__name__}) after settling {settled} item{'' if settled == 1 else 's'}; "
          f"{what}" + (f" ({', '.join(back)})" if back else "")
          + (f"; given up after {max_attempts} hosts were lost running them: {', '.join(dropped)}" if dropped else ""))
 

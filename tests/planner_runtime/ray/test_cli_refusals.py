@@ -22,16 +22,28 @@ def _said(res: subprocess.CompletedProcess[str]) -> str:
     return " ".join(res.stderr.split())
 
 
-@pytest.mark.parametrize("verb", ["collect", "bench"])
-def test_without_ray_installed_one_line_says_how_to_install_it(tmp_path, verb):
+def _without_ray(tmp_path) -> dict[str, str]:
+    """An environment in which ``import ray`` fails, as if the extra were not installed."""
     hidden = tmp_path / "no-ray" / "ray"
     hidden.mkdir(parents=True)
-    (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")  # as if it were not installed
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", ""), "."])}
-    res = cli(verb, "--ray", "auto", "--planner", "demo", "--task", "clock.set_alarm", "--store", str(tmp_path / "t.sqlite"), env=env)
+    (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", ""), "."])}
+
+
+@pytest.mark.parametrize("verb", ["collect", "bench"])
+def test_without_ray_installed_one_line_says_how_to_install_it(tmp_path, verb):
+    res = cli(verb, "--ray", "auto", "--planner", "demo", "--task", "clock.set_alarm", "--store", str(tmp_path / "t.sqlite"),
+              env=_without_ray(tmp_path))
     assert res.returncode == 2
     assert "install the ray extra: pip install 'planner-agent[ray]'" in _said(res)
     assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "t.sqlite").exists()
+
+
+def test_without_ray_installed_a_collection_without_ray_runs(tmp_path):
+    res = cli("collect", "--planner", "demo", "--task", "clock.set_alarm", "-n", "1", "--store", str(tmp_path / "t.sqlite"),
+              "--state-dir", str(tmp_path / "pool"), "--json", env=_without_ray(tmp_path))
+    assert res.returncode == 0, res.stderr  # Ray is imported only when --ray is given
+    assert "hosts" not in res.stdout and '"succeeded": 1' in res.stdout
 
 
 def test_an_address_nothing_listens_at_is_refused_at_once(tmp_path):
