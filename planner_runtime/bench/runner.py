@@ -23,6 +23,7 @@ from planner_runtime.bench.stats import Outcome
 from planner_runtime.contract import FailureKind, Trajectory, TrajectoryStatus
 from planner_runtime.cost import trajectory_cost
 from planner_runtime.harness.safety import Policy
+from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.planners import Planner
 from planner_runtime.runs.collect import Progress, collect
 from planner_runtime.tasks.spec import TaskSpec
@@ -63,7 +64,7 @@ def run_contender(tasks: Sequence[TaskSpec], contender: Contender, *, pool: Devi
                   workers: int, repeat: int, first_seed: int = 0, policy: Policy | None = None, max_steps: int | None = None,
                   on_change: Callable[[Progress], None] | None = None, allow_reset: bool = False,
                   disposable: frozenset[str] = frozenset(), farm: Farm | None = None,
-                  on_warning: Callable[[str], None] | None = None) -> tuple[Progress, float]:
+                  on_warning: Callable[[str], None] | None = None, simulator: LlmSimulator | None = None) -> tuple[Progress, float]:
     """Run (or resume) ``contender``'s collection; returns its counts and wall seconds. The
     options are :func:`~planner_runtime.runs.collect.collect`'s; with ``farm`` it runs on the
     cluster's device hosts (``pool`` and ``workers`` unused, ``on_warning`` hears of lost hosts)."""
@@ -74,11 +75,11 @@ def run_contender(tasks: Sequence[TaskSpec], contender: Contender, *, pool: Devi
         _, progress = collect_on_ray(tasks, farm=farm, store=store, planners=contender.on_host or SamePlanners(contender.planner_for),
                                      repeat=repeat, first_seed=first_seed, collection=contender.collection, policy=policy,
                                      max_steps=max_steps, on_change=on_change, on_warning=on_warning, allow_reset=allow_reset,
-                                     disposable=disposable)
+                                     disposable=disposable, simulator=simulator)
         return progress, time.monotonic() - started
     _, progress = collect(tasks, pool=pool, store=store, planner_for=contender.planner_for, workers=workers,
                           repeat=repeat, first_seed=first_seed, collection=contender.collection, policy=policy, max_steps=max_steps,
-                          on_change=on_change, allow_reset=allow_reset, disposable=disposable)
+                          on_change=on_change, allow_reset=allow_reset, disposable=disposable, simulator=simulator)
     return progress, time.monotonic() - started
 
 

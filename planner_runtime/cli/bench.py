@@ -13,6 +13,7 @@ import typer
 
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail
 from planner_runtime.cli.ray_option import RAY_HELP, RAY_HOSTS_HELP, check_ray_options, ray_farm
+from planner_runtime.cli.simulator_option import SIMULATOR_HELP, llm_simulator, simulator_address
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 
@@ -38,6 +39,7 @@ def bench(
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Step limit of every episode (default: each task's own)."),
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
+    simulator: Optional[str] = typer.Option(None, "--simulator", help=SIMULATOR_HELP),
     ray: Optional[str] = typer.Option(None, "--ray", help=RAY_HELP),
     ray_hosts: Optional[int] = typer.Option(None, "--ray-hosts", min=1, help=RAY_HOSTS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the report as JSON on stdout (progress goes to stderr)."),
@@ -83,11 +85,11 @@ def bench(
             if db is not None:
                 _no_work_options(suite=suite != "builtin", split=split != "all", task=task, planner=planner, script=script,
                                  model=model, release=release, repeats=repeats != 1, max_steps=max_steps, first_seed=first_seed,
-                                 policy=policy)
+                                 policy=policy, simulator=simulator)
                 specs = _recorded(db, bench_id, path)
             else:
                 specs = _new_specs(suite, split, task, planner or [settings.planner], script or [], model, repeats, max_steps,
-                                   release or [], first_seed or 0, policy)
+                                   release or [], first_seed or 0, policy, simulator_address(simulator))
             tasks = _tasks(specs[0])
             contenders = _contenders(bench_id, specs, planner_timeout)
             disposable = disposable_serials(settings)
@@ -106,7 +108,8 @@ def bench(
             for contender, spec in zip(contenders, specs):
                 _, wall = _with_bar(run_contender, tasks, contender, pool=pool, store=db, workers=phones,
                                     repeat=spec.repeat, first_seed=spec.first_seed, max_steps=spec.max_steps, policy=spec.policy,
-                                    allow_reset=allow_reset, disposable=disposable, farm=farm, on_warning=_warn)
+                                    allow_reset=allow_reset, disposable=disposable, farm=farm, on_warning=_warn,
+                                    simulator=llm_simulator(spec.simulator))
                 reports.append(PlannerReport.of(contender.label, contender.planner, contender.collection, tasks,
                                                 results(db, contender.collection, tasks, settings.prices), wall))
     except KeyboardInterrupt:
@@ -145,7 +148,7 @@ def _no_work_options(**given: object) -> None:
 
 
 def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Path], model, repeats: int, max_steps,  # noqa: ANN001, ANN202
-               release: list[str], first_seed: int = 0, policy: Path | None = None):
+               release: list[str], first_seed: int = 0, policy: Path | None = None, simulator: str | None = None):
     """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``
     and, when releases are given, the k-th ``local`` one the k-th ``--release``."""
     from planner_runtime.cli.release_option import model_option
@@ -167,6 +170,7 @@ def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Pa
     return [CollectionSpec.from_options(suite=suite_path, tasks=task, script=next(scripts) if p == "scripted" else None,
                                         split=None if split == "all" else split, repeat=repeats, planner=p,
                                         model=next(models) if p == "local" else None, max_steps=max_steps, first_seed=first_seed,
+                                        simulator=simulator,
                                         **({"policy": Policy.load(policy)} if policy else {}))
             for p in planner]
 

@@ -12,6 +12,7 @@ import typer
 from planner_runtime.cli.release_option import RELEASE_HELP, model_option
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail, make_planner, planner_timeout_option
 from planner_runtime.cli.ray_option import RAY_HELP, RAY_HOSTS_HELP, check_ray_options, ray_farm
+from planner_runtime.cli.simulator_option import SIMULATOR_HELP, llm_simulator, simulator_address
 from planner_runtime.config import Settings
 from planner_runtime.errors import ConfigError, PlannerRuntimeError
 
@@ -38,6 +39,7 @@ def collect(
     planner_timeout: Optional[float] = typer.Option(None, "--planner-timeout", min=0.1, help="Seconds to wait for an openai:// planner's answer."),
     first_seed: Optional[int] = typer.Option(None, "--first-seed", min=0, help="Repeat k of a template with random parameters runs its seed FIRST_SEED + k (default 0: seeds 0, 1, ...); fresh seeds make instances never trained on."),
     allow_reset: bool = typer.Option(False, "--allow-reset", help="Let task setup wipe app data on phones that are not virtual or disposable."),
+    simulator: Optional[str] = typer.Option(None, "--simulator", help=SIMULATOR_HELP),
     ray: Optional[str] = typer.Option(None, "--ray", help=RAY_HELP),
     ray_hosts: Optional[int] = typer.Option(None, "--ray-hosts", min=1, help=RAY_HOSTS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON on stdout (progress goes to stderr)."),
@@ -73,7 +75,7 @@ def collect(
         settings = Settings.from_env()
         options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model_option(model, release, None if resume else planner or settings.planner), script=script,
                        policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
-                       temperature=temperature, first_seed=first_seed)
+                       temperature=temperature, first_seed=first_seed, simulator=simulator_address(simulator))
         path = store or settings.store_path
         with ExitStack() as stack:
             # everything that can refuse is checked before a new store is created
@@ -183,7 +185,8 @@ def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, a
         _, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=workers, repeat=spec.repeat,
                                    first_seed=spec.first_seed,
                                    collection=coll, on_change=show, policy=spec.policy, max_steps=spec.max_steps,
-                                   allow_reset=allow_reset, disposable=disposable, on_interrupt=stopping)
+                                   allow_reset=allow_reset, disposable=disposable, on_interrupt=stopping,
+                                   simulator=llm_simulator(spec.simulator))
     return counts
 
 
@@ -200,7 +203,7 @@ def _run_on_ray(tasks, spec, *, coll, farm, db, timeout, so_far, allow_reset, di
         _, counts = collect_on_ray(tasks, farm=farm, store=db, planners=functools.partial(host_planners, spec, timeout, so_far),
                                    repeat=spec.repeat, first_seed=spec.first_seed, collection=coll, on_change=show,
                                    on_warning=warn, policy=spec.policy, max_steps=spec.max_steps, allow_reset=allow_reset,
-                                   disposable=disposable)
+                                   disposable=disposable, simulator=llm_simulator(spec.simulator))
     return counts
 
 

@@ -117,7 +117,7 @@ def run(
     """
     from device_farm.errors import DeviceError
     from planner_runtime.contract import new_id
-    from planner_runtime.harness.tools.simulated.llm import LlmSimulator
+    from planner_runtime.cli.simulator_option import llm_simulator, simulator_address
     from planner_runtime.runs.run import check_reset, open_device, run_goal
     from planner_runtime.tasks.seeding import seeds_memory
     from planner_runtime.tasks.spec import builtin_suite, find_task, load_suite
@@ -132,8 +132,7 @@ def run(
             raise fail("give a goal or --task")
         if virtual and serial is not None:
             raise fail("--virtual and --serial exclude each other")
-        if simulator is not None and not simulator.startswith(("http://", "https://")):
-            raise fail(f"--simulator {simulator!r}: give an http(s):// address of an OpenAI-compatible server")
+        simulator = simulator_address(simulator)
         goal_text = goal or spec.rendered_goal()  # type: ignore[union-attr]
         if store is not None and not store.parent.is_dir():
             raise fail(f"--store {store}: folder {store.parent} does not exist")
@@ -170,7 +169,7 @@ def run(
                 max_tokens=max_tokens,
                 on_child_step=print_child_step,
                 trajectory_id=trajectory_id,
-                simulator=LlmSimulator(simulator) if simulator is not None else None,
+                simulator=llm_simulator(simulator),
             )
             print_summary(traj, db.usage(traj.id))
     except PlannerRuntimeError as exc:

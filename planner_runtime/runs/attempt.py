@@ -24,6 +24,7 @@ from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.device_errors import is_device_fault
 from planner_runtime.harness.identity import EpisodeIdentity
 from planner_runtime.harness.safety import Policy, SafetyGate
+from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.planners import Planner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.tasks.spec import TaskSpec
@@ -52,6 +53,7 @@ class ItemRun:
     allow_reset: bool = False
     disposable: frozenset[str] = frozenset()
     lease_timeout: float = 120.0
+    simulator: LlmSimulator | None = None  # writes simulated services' responses as free text
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def run_attempt(item: Item, run: ItemRun, *, pool: DevicePool, store: Trajectory
                 traj = run_goal(task.rendered_goal(), device=device, identity=identity,
                                 planner=_Interruptible(run.planner_for(task), stopping), store=store, task=task,
                                 gate=SafetyGate(policy=run.policy or Policy()),
-                                max_steps=run.max_steps, trajectory_id=trajectory_id)
+                                max_steps=run.max_steps, trajectory_id=trajectory_id, simulator=run.simulator)
             finally:
                 running(None)
             if stopping.is_set():

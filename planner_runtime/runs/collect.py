@@ -30,6 +30,7 @@ from device_farm.health import not_ready_reason
 from device_farm.pool.pool import DevicePool
 from planner_runtime.contract import TrajectoryStatus, Usage, new_id
 from planner_runtime.errors import PlannerRuntimeError, StoreError
+from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.planners.shared import SharedPlanner
 from planner_runtime.runs.attempt import CollectionInterrupted, Item, ItemRun, ResetRefused, refusal, resettable, run_attempt
@@ -131,6 +132,7 @@ def collect(
     disposable: frozenset[str] = frozenset(),
     on_interrupt: Callable[[list[str]], None] | None = None,
     stop_grace_s: float = 120.0,
+    simulator: LlmSimulator | None = None,
 ) -> tuple[str, Progress]:
     """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts).
     Repeat k of a template with random parameters runs its instance of seed ``first_seed + k``.
@@ -141,7 +143,8 @@ def collect(
     ``allow_reset``. On Ctrl-C no new item starts, the running episodes are marked interrupted
     in the store at once (``on_interrupt`` gets their ids), each ends at its next planner turn,
     the workers are joined (up to ``stop_grace_s``; a second Ctrl-C stops waiting) and
-    ``KeyboardInterrupt`` propagates; the collection resumes with the same id."""
+    ``KeyboardInterrupt`` propagates; the collection resumes with the same id. With
+    ``simulator``, simulated services answer in its free text (checked against the world)."""
     ready_check(pool)
     check_reset(pool, disposable, allow_reset)
     collection = collection or new_id("coll_")
@@ -193,7 +196,8 @@ def collect(
                 crashes.append((item.key, exc))
 
     run = ItemRun(collection=collection, planner_for=planner_for, first_seed=first_seed, policy=policy,
-                  max_steps=max_steps, allow_reset=allow_reset, disposable=disposable, lease_timeout=lease_timeout)
+                  max_steps=max_steps, allow_reset=allow_reset, disposable=disposable, lease_timeout=lease_timeout,
+                  simulator=simulator)
 
     def run_item(index: int, item: Item, attempt: int) -> None:
         def running(trajectory_id: str | None) -> None:

@@ -1,6 +1,6 @@
 """What a collection was started with, kept in its store so ``collect --resume ID`` runs the same
 work: the suite, the task selection, the repeats, the planner, its script or model, the step
-limit, the sampling temperature and the safety policy.
+limit, the sampling temperature, the safety policy and the LLM simulator of the services.
 
 A resumed collection takes every recorded choice. An option given again must say the same, or
 the resume is refused: two planners or two policies in one collection would make its counts mean
@@ -48,6 +48,7 @@ class CollectionSpec(BaseModel):
     max_steps: int | None = None
     temperature: float = 0.0  # above 0: each repeat samples the planner with its own seeds
     first_seed: int = Field(default=0, ge=0)  # repeat k of a random template runs its seed first_seed + k
+    simulator: str | None = None  # an OpenAI-compatible server writing simulated services' responses
 
     @classmethod
     def from_options(cls, *, suite: Path | None, tasks: list[str] | None, script: Path | None, **options: Any) -> CollectionSpec:

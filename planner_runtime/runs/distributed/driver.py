@@ -28,6 +28,7 @@ from device_farm.pool.pool import DevicePool
 from planner_runtime.contract import Trajectory, new_id
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import Policy
+from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.runs.attempt import Item
 from planner_runtime.runs.collect import CollectionStopped, PhonesNotReady, Progress
 from planner_runtime.runs.distributed.cluster import import_ray, live_nodes, placement
@@ -79,6 +80,7 @@ def collect_on_ray(
     max_steps: int | None = None,
     allow_reset: bool = False,
     disposable: frozenset[str] = frozenset(),
+    simulator: LlmSimulator | None = None,
 ) -> tuple[str, Progress]:
     """:func:`~planner_runtime.runs.collect.collect` on the hosts of the Ray cluster this process
     has joined (see :func:`~planner_runtime.runs.distributed.cluster.ray_session`); returns
@@ -97,7 +99,7 @@ def collect_on_ray(
         return collection, progress
     plan = HostPlan(tasks=tuple(tasks), collection=collection, pool=farm.pool, planners=planners, first_seed=first_seed,
                     policy=policy, max_steps=max_steps, allow_reset=allow_reset, disposable=disposable,
-                    lease_timeout=lease_timeout)
+                    lease_timeout=lease_timeout, simulator=simulator)
     hosts = _start(ray, plan, farm, warn)
     try:
         _drive(ray, hosts, queue, progress, store, collection, max_attempts, on_change, warn)

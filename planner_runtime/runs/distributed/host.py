@@ -23,6 +23,7 @@ from typing import Callable
 
 from device_farm.pool.pool import DevicePool
 from planner_runtime.harness.safety import Policy
+from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.planners import Planner
 from planner_runtime.runs.attempt import Item, ItemRun, run_attempt
 from planner_runtime.runs.collect import check_reset, load_first, ready_check
@@ -60,6 +61,7 @@ class HostPlan:
     allow_reset: bool = False
     disposable: frozenset[str] = frozenset()
     lease_timeout: float = 120.0
+    simulator: LlmSimulator | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class HostWorker:
             planner_for = plan.planners(self._index, self._hosts)
             self._run = ItemRun(collection=plan.collection, planner_for=planner_for, first_seed=plan.first_seed,
                                 policy=plan.policy, max_steps=plan.max_steps, allow_reset=plan.allow_reset,
-                                disposable=plan.disposable, lease_timeout=plan.lease_timeout)
+                                disposable=plan.disposable, lease_timeout=plan.lease_timeout, simulator=plan.simulator)
             if plan.tasks:
                 load_first(planner_for, plan.tasks[0], plan.collection)
         except BaseException:

@@ -236,3 +236,42 @@ def test_run_with_a_simulator_phrases_the_services_answers_and_refuses_a_bad_add
     assert traj["steps"][0]["feedback"]["result"] == {"response": "Right now it is 14 degrees and cloudy in Paris."}
     bad = cli("--simulator", "ftp://nowhere")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "http" in bad.stderr
+
+
+def test_collect_and_bench_with_a_simulator_phrase_the_answers_and_a_resume_keeps_the_recorded_one(llm, tmp_path):
+    import subprocess
+    import sys
+
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "planner_runtime.cli.main", *args, "--store", str(tmp_path / "t.sqlite"),
+                               "--state-dir", str(tmp_path / "pool")], capture_output=True, text=True, timeout=240)
+
+    _Llm.reply = "Right now it is 14 degrees and cloudy in Paris."
+    done = cli("collect", "--task", "weather.now", "--planner", "demo", "-n", "1", "--simulator", llm, "--json")
+    assert done.returncode == 0, done.stderr
+    coll = json.loads(done.stdout)["collection"]
+    with TrajectoryStore(tmp_path / "t.sqlite") as store:
+        assert store.collection_spec(coll)["simulator"] == llm
+        (traj,) = [store.get(i) for i in store.ids(collection=coll)]
+    assert traj.steps[0].feedback.result == {"response": "Right now it is 14 degrees and cloudy in Paris."} and traj.verdict.success
+    other = cli("collect", "--resume", coll, "--simulator", llm + "0")  # another server would make the counts mean nothing
+    assert other.returncode == 2 and "differs from what this collection was started with" in other.stderr
+    benched = cli("bench", "--task", "weather.now", "--planner", "scripted", "--script", str(_script(tmp_path)), "-n", "1",
+                  "--simulator", llm, "--json")
+    assert benched.returncode == 0, benched.stderr
+    with TrajectoryStore(tmp_path / "t.sqlite") as store:
+        (label, figures), = json.loads(benched.stdout)["planners"].items()
+        (traj,) = [store.get(i) for i in store.ids(collection=figures["collection"])]
+    assert traj.steps[0].feedback.result == {"response": "Right now it is 14 degrees and cloudy in Paris."}
+    for verb in (("collect", "--task", "weather.now", "--planner", "demo"), ("bench", "--task", "weather.now")):
+        bad = cli(*verb, "--simulator", "ftp://nowhere")
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "http" in bad.stderr, bad.stderr
+
+
+def _script(folder):
+    path = folder / "calls.json"
+    path.write_text(json.dumps({"weather.now": [{"name": "weather_now", "arguments": {"city": "Paris"}},
+                                                {"name": "finish", "arguments": {"answer": "14 degrees"}}]}))
+    return path
