@@ -23,7 +23,7 @@ MAX_LINES = 400
 LONG_MODULES: dict[str, str] = {}
 
 _P = "planner_runtime."
-BOTTOM = ("contract", "errors", "config", "deadline", "sqlite_file")
+BOTTOM = ("contract", "errors", "config", "deadline", "sqlite_file", "asgi_thread")
 # Everything directly under planner_runtime that is not the bottom layer.
 ABOVE_BOTTOM = tuple(sorted(_P + (p.stem if p.suffix else p.name) for p in (ROOT / "planner_runtime").iterdir()
                             if (p.suffix == ".py" and p.stem not in (*BOTTOM, "__init__")) or (p / "__init__.py").is_file()))

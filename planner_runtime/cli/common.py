@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from contextlib import contextmanager
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import typer
 from rich.console import Console
@@ -40,6 +41,16 @@ EXIT_CODES_HELP = (
     "3 an infrastructure fault (device, planner endpoint); 4 an episode cut off by its step, token or time limit; "
     "130 interrupted (Ctrl-C)."
 )
+
+
+def serve_until_interrupted(stop: Callable[[], None]) -> None:
+    """Block until Ctrl-C (what a verb that serves does once its server listens), then ``stop``."""
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop()
 
 
 def fail(message: str, code: int = ExitCode.usage) -> typer.Exit:

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from planner_runtime.cli.common import (
     EXIT_CODES_HELP, ExitCode, answerer, console, episode_exit, err, fail, make_planner, print_child_step, print_step, print_summary,
-    reports_to_stderr, safety_gate,
+    reports_to_stderr, safety_gate, serve_until_interrupted,
 )
 from planner_runtime.cli.analyze import analyze
 from planner_runtime.cli.bench import bench
@@ -244,8 +244,6 @@ def serve(
     max_batch: int = typer.Option(8, "--max-batch", min=1, help="Most requests decoded together."),
 ) -> None:
     """Serve the local planner as an OpenAI-compatible API (/v1/chat/completions with tools and streaming)."""
-    import threading
-
     from planner_runtime.planners.local.planner import LocalPlanner
     from planner_runtime.serving.server import ALIAS, PlannerServer
 
@@ -259,12 +257,7 @@ def serve(
         raise fail(f"cannot listen on {host}:{port}: {exc}") from exc
     names = " or ".join(repr(m) for m in server.model_ids)
     err.print(f"serving model {names} at {server.base_url} (try --planner openai://{host}:{server.port}/{ALIAS})", soft_wrap=True, markup=False)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
+    serve_until_interrupted(server.stop)
 
 
 

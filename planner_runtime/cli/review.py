@@ -8,7 +8,6 @@ relabels it; ``serve`` opens the queue in a browser (loopback only unless ``--al
 from __future__ import annotations
 
 import json
-import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -17,7 +16,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from planner_runtime.cli.common import console, err, fail, print_step, print_summary
+from planner_runtime.cli.common import console, err, fail, print_step, print_summary, serve_until_interrupted
 from planner_runtime.config import Settings
 from planner_runtime.data.review.flags import LOGPROB_THRESHOLD
 from planner_runtime.errors import PlannerRuntimeError
@@ -199,9 +198,4 @@ def serve_command(
     except OSError as exc:
         raise fail(f"cannot listen on {host}:{port}: {exc}") from exc
     err.print(f"review queue at {server.url} (Ctrl-C to stop)", markup=False)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
+    serve_until_interrupted(server.stop)

@@ -33,11 +33,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import threading
 import time
 from concurrent.futures import Future
 from typing import Any, AsyncIterator
 
+from planner_runtime.asgi_thread import AsgiThread
 from planner_runtime.contract import new_id
 from planner_runtime.errors import PlannerError
 from planner_runtime.planners import PlannerContextExceeded
@@ -72,8 +72,7 @@ class PlannerServer:
         self.max_body_bytes = max_body_bytes
         self.body_timeout_s = body_timeout_s
         self.engine = Engine(planner, max_batch=max_batch)
-        self._uvicorn: Any = None
-        self._thread: threading.Thread | None = None
+        self._http: AsgiThread | None = None
 
     @property
     def base_url(self) -> str:
@@ -82,8 +81,6 @@ class PlannerServer:
     def start(self) -> PlannerServer:
         """Load the model, bind, and serve on a background thread; returns once listening.
         An address that cannot be bound raises :class:`OSError`."""
-        import uvicorn
-
         from planner_runtime.serving.routes import app_for
 
         sock = socket.create_server((self.host, self.port), backlog=2048)  # bound here: errors reach the caller
@@ -93,29 +90,19 @@ class PlannerServer:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            app_for(self), http="h11", loop="asyncio", lifespan="off", log_config=None, access_log=False,
-            timeout_graceful_shutdown=5, server_header=False,
-            timeout_keep_alive=30,  # harness workers come back every step: keep their connections
-        )
-        self._uvicorn = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._uvicorn.run, kwargs={"sockets": [sock]}, name="planner-http", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._uvicorn.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise PlannerError(f"the HTTP server on {self.host}:{self.port} did not start")
-            time.sleep(0.005)
+        self._http = AsgiThread(app_for(self), sock, name="planner-http",
+                                timeout_keep_alive=30)  # harness workers come back every step: keep their connections
+        if not self._http.start():
+            self._http = None
+            self.engine.stop()
+            raise PlannerError(f"the HTTP server on {self.host}:{self.port} did not start")
         return self
 
     def stop(self) -> None:
         """Stop accepting, let requests in flight finish (5 s at most), then stop the engine."""
-        if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
-            if self._thread is not None:
-                self._thread.join(timeout=30)
-            self._uvicorn = self._thread = None
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
         self.engine.stop()
 
     def __enter__(self) -> PlannerServer:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import threading
-import time
 from pathlib import Path
-from typing import Any
 
+from planner_runtime.asgi_thread import AsgiThread
 from planner_runtime.errors import ConfigError, PlannerRuntimeError, StoreError
 from planner_runtime.trajectories.store import TrajectoryStore
 from planner_runtime.viewer.page import ScreenshotReader
@@ -55,8 +53,7 @@ class ReviewServer:
         self.store_path, self.host, self.port = Path(store_path), host, port
         self.artifacts, self.lease_s, self.allow_remote = artifacts, lease_s, allow_remote
         self._store: TrajectoryStore | None = None
-        self._uvicorn: Any = None
-        self._thread: threading.Thread | None = None
+        self._http: AsgiThread | None = None
 
     @property
     def url(self) -> str:
@@ -64,8 +61,6 @@ class ReviewServer:
 
     def start(self) -> ReviewServer:
         """Open the store, bind and serve; returns once listening."""
-        import uvicorn
-
         if not self.allow_remote and not is_loopback(self.host):
             raise ConfigError(f"--host {self.host}: not a loopback address; the review app has no login, "
                               "so pass --allow-remote to serve it to the network anyway")
@@ -79,25 +74,16 @@ class ReviewServer:
             raise
         self.port = sock.getsockname()[1]
         app = app_for(Reviewing(self._store, screenshot_reader(self.artifacts), self.lease_s))
-        config = uvicorn.Config(app, http="h11", loop="asyncio", lifespan="off", log_config=None, access_log=False,
-                                timeout_graceful_shutdown=5, server_header=False)
-        self._uvicorn = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._uvicorn.run, kwargs={"sockets": [sock]}, name="review-http", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._uvicorn.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise StoreError(f"the review app on {self.host}:{self.port} did not start")
-            time.sleep(0.005)
+        self._http = AsgiThread(app, sock, name="review-http")
+        if not self._http.start():
+            self.stop()
+            raise StoreError(f"the review app on {self.host}:{self.port} did not start")
         return self
 
     def stop(self) -> None:
-        if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
-            if self._thread is not None:
-                self._thread.join(timeout=30)
-            self._uvicorn = self._thread = None
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
         if self._store is not None:
             self._store.close()
             self._store = None
