@@ -1,5 +1,5 @@
 """``--ray ADDRESS`` and ``--ray-hosts N``, the options of the verbs that collect past one host
-(``collect``, ``bench``): the Ray cluster joined for the run and the device hosts started on it,
+(``collect``, ``bench``, ``train rl``): the Ray cluster joined for the run and the device hosts started on it,
 each building the pool this machine would build from the same options, on its own machine."""
 
 from __future__ import annotations

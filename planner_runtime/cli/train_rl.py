@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 
 from planner_runtime.cli.common import ExitCode, console, disposable_serials, err, fail
+from planner_runtime.cli.ray_option import RAY_HELP, RAY_HOSTS_HELP, check_ray_options, ray_farm
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 
@@ -46,6 +47,9 @@ def rl_cmd(
     first_seed: int = typer.Option(0, "--first-seed", min=0, help="Instances of templates with random parameters start at this seed."),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads (default: PLANNER_AGENT_THREADS, else every core)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the stopped run of --out from its last checkpoint."),
+    ray: Optional[str] = typer.Option(None, "--ray", help=RAY_HELP + " Each step's weights are published to the hosts, "
+                                      "which load the base model from the same path as here."),
+    ray_hosts: Optional[int] = typer.Option(None, "--ray-hosts", min=1, help=RAY_HOSTS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the release's manifest as JSON on stdout."),
 ) -> None:
     """Online RL: each step runs G episodes of each of its task instances on the device pool
@@ -56,13 +60,24 @@ def rl_cmd(
     Exit status: 0 when the release was written, 2 for a usage error (a release with no SFT
     ancestor, a group below 2, a release that exists), 3 when the devices failed, 130 on
     Ctrl-C (the command that resumes it is printed).
+
+    With --ray, each step's episodes run on the device hosts of a Ray cluster (-n at once on
+    each): the trainer publishes the weights that train once a step (a LoRA's adapter, or every
+    weight with --full) and every host loads the base model from the path it has here, so the
+    model must be at that path on each node. The store, the log and the checkpoints stay here;
+    a resumed run may use another cluster, or none.
     """
     from device_farm.errors import DeviceError
     from planner_runtime.cli.devices import pool_from_options
     from planner_runtime.harness.safety import Policy
+    from planner_runtime.runs.collect import CollectionStopped
     from planner_runtime.training import care, releases, rl
 
     settings = Settings.from_env()
+    try:
+        check_ray_options(ray, ray_hosts)
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
     try:
         chosen = care.Algo(algo)
     except ValueError:
@@ -88,15 +103,24 @@ def rl_cmd(
         templates = _templates(task, split)
         gate = Policy.load(policy) if policy else None
         tuner = _controller(controller, controller_model, controller_every)
-        with pool_from_options(adb or [], 0 if adb else devices) as pool, contextlib.redirect_stdout(sys.stderr):
+        with contextlib.ExitStack() as stack:
+            if ray is not None:  # each host builds its own pool
+                farm, pool = stack.enter_context(ray_farm(ray, ray_hosts, adb, devices, None)), None
+            else:
+                farm, pool = None, stack.enter_context(pool_from_options(adb or [], 0 if adb else devices))
+            stack.enter_context(contextlib.redirect_stdout(sys.stderr))
             result = rl.train_rl(options, name, home=settings.home, templates=templates, pool=pool, policy=gate,
-                                 controller=tuner, resume=resume, cache_dir=settings.cache_dir)
+                                 controller=tuner, resume=resume, cache_dir=settings.cache_dir, farm=farm)
     except KeyboardInterrupt:
         err.print(f"interrupted: release {name} is not written; its checkpoints and rollouts are kept, continue with\n  {again}",
                   soft_wrap=True, markup=False)
         raise typer.Exit(ExitCode.interrupted) from None
     except DeviceError as exc:
         raise fail(f"device: {exc}", ExitCode.infra) from exc
+    except CollectionStopped as exc:  # with --ray: every host lost, or a host's code raised
+        from planner_runtime.runs.distributed import HostsLost
+
+        raise fail(f"{exc} (the run continues with\n  {again})", ExitCode.infra if isinstance(exc, HostsLost) else ExitCode.failed) from exc
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     if as_json:

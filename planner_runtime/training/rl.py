@@ -9,7 +9,9 @@ replaced by CARE's (regime per group, a floor under the std), through the overri
 private methods in :mod:`grpo`.
 
 The policy the rollouts sample is the model being trained (its LoRA unmerged), wrapped by
-:meth:`LocalPlanner.over` anew each step, so no prompt KV of older weights is reused. The run's
+:meth:`LocalPlanner.over` anew each step, so no prompt KV of older weights is reused. With a Ray
+farm the rollouts run on its device hosts instead, each step's trainable weights published to them
+once (:mod:`.hosted_policy`) and the episodes coming back into the same store. The run's
 folder ``<home>/training/<name>/`` holds ``steps.jsonl`` (one line a step: success rate, regimes,
 reward components, advantage statistics, TRL's loss and clip fraction, tokens and steps per
 episode, rollout and update time, settings and controller changes), ``rollouts.sqlite`` (every
@@ -204,11 +206,14 @@ def _step_logger(run: _Run) -> Any:
 
 def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[TaskSpec], pool: Any,
              policy: Any = None, controller: Controller | None = None, resume: bool = False,
-             cache_dir: Path | None = None, progress: bool = True, callbacks: Sequence[Any] = ()) -> RlResult:
+             cache_dir: Path | None = None, progress: bool = True, callbacks: Sequence[Any] = (),
+             farm: Any = None) -> RlResult:
     """Train release ``name`` from ``options.source`` by RL on ``templates``' instances, the
     episodes run on ``pool`` (a :class:`~device_farm.pool.pool.DevicePool`, open) under
-    ``policy`` (deny every sensitive action by default). Everything that can refuse is checked
-    before the first rollout."""
+    ``policy`` (deny every sensitive action by default) — or, given a ``farm`` (a
+    :class:`~planner_runtime.runs.distributed.Farm` of the Ray cluster this process joined), on
+    its device hosts, each step's weights published to them (:mod:`.hosted_policy`). Everything
+    that can refuse is checked before the first rollout."""
     options.check()
     releases.check_new_name(name)
     final = releases.release_path(home, name)
@@ -265,7 +270,9 @@ def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[T
             model_path = folder
     rendering = releases.rendering(source)
     with TrajectoryStore(work / ROLLOUTS, create=True) as store:
-        rollout = _farm_rollouts(options, name, model, tokenizer, model_path, rendering, pool, store, policy)
+        hosted = None if farm is None else _Hosted(farm, str(dtype).removeprefix("torch."),
+                                                   (peft_config or _adapter_config(model)) if options.lora else None)
+        rollout = _farm_rollouts(options, name, model, tokenizer, model_path, rendering, pool, store, policy, hosted)
         run = _Run(options, settings, controller, {t.id: t for t in instances}, work, rollout)
         trainer = grpo_trainer(model, tokenizer, [t.id for t in instances], options, work, placement, peft_config, run,
                                _rollout_func(run), progress, [_step_logger(run), *callbacks])
@@ -276,9 +283,26 @@ def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[T
     return RlResult(manifest=manifest, path=final, steps=result.global_step, run_dir=work)
 
 
+@dataclass(frozen=True)
+class _Hosted:
+    """Where the rollouts run past one host: the farm, the dtype the base loads in, the adapter's config."""
+
+    farm: Any
+    dtype: str
+    lora: Any  # a peft LoraConfig, or None for a full fine-tune
+
+
+def _adapter_config(model: Any) -> Any:
+    """The config of a LoRA release's own adapter, as the trainer loaded it."""
+    return model.peft_config["default"]
+
+
 def _farm_rollouts(options: RlOptions, name: str, model: Any, tokenizer: Any, model_path: Path, rendering: str,
-                   pool: Any, store: Any, policy: Any) -> Callable[[list[TaskSpec], int], RolloutResult]:
-    """Each step's rollouts: a planner over the current weights, sampled, one collection a step."""
+                   pool: Any, store: Any, policy: Any, hosted: _Hosted | None = None,
+                   ) -> Callable[[list[TaskSpec], int], RolloutResult]:
+    """Each step's rollouts: a planner over the current weights, sampled, one collection a step
+    (on ``pool``, or with ``hosted`` on the device hosts of a Ray cluster, the weights published
+    to them once a step)."""
     import inspect
 
     from planner_runtime.planners.local.model import LoadedModel
@@ -300,7 +324,11 @@ def _farm_rollouts(options: RlOptions, name: str, model: Any, tokenizer: Any, mo
             task_id = item.rsplit("#", 1)[0]
             done[task_id] = done.get(task_id, 0) + 1
         # seeds of their own at every step (and after the episodes a resumed step already has)
-        seeds = EpisodeSeeds({t.id: step * 100_000 + done.get(t.id, 0) for t in instances})
+        first = {t.id: step * 100_000 + done.get(t.id, 0) for t in instances}
+        if hosted is not None:
+            return _hosted_rollouts(options, name, model, tokenizer, model_path, rendering, store, policy, hosted,
+                                    instances, step, collection, first)
+        seeds = EpisodeSeeds(first)
         return run_group_rollouts(
             instances, options.group, pool=pool, store=store, collection=collection, workers=options.devices,
             planner_for=lambda t: SampledPlanner(one, temperature=options.temperature, seeds=seeds, key=t.id,
@@ -309,6 +337,24 @@ def _farm_rollouts(options: RlOptions, name: str, model: Any, tokenizer: Any, mo
             allow_reset=options.allow_reset, disposable=options.disposable)
 
     return rollout
+
+
+def _hosted_rollouts(options: RlOptions, name: str, model: Any, tokenizer: Any, model_path: Path, rendering: str,
+                     store: Any, policy: Any, hosted: _Hosted, instances: list[TaskSpec], step: int, collection: str,
+                     first: dict[str, int]) -> RolloutResult:
+    """A step's rollouts on the device hosts: the weights that train put in Ray's object store
+    once, every host building the same policy from them (seeds of its own on each host)."""
+    from planner_runtime.runs.distributed.cluster import import_ray
+    from planner_runtime.training.hosted_policy import PolicyOnHosts, trainable_state
+
+    weights = import_ray().put(trainable_state(model, options.lora))
+    planners = PolicyOnHosts(weights=weights, model_path=str(model_path), dtype=hosted.dtype, lora=hosted.lora,
+                             rendering=rendering, release=f"rl:{name}@{step}", first_seeds=tuple(sorted(first.items())),
+                             temperature=options.temperature, max_new_tokens=options.max_new_tokens, threads=options.threads)
+    return run_group_rollouts(
+        instances, options.group, pool=None, store=store, collection=collection, workers=hosted.farm.workers,
+        planner_for=None, planners=planners, farm=hosted.farm, eos=tokenizer.eos_token_id, policy=policy,
+        max_steps=options.episode_steps, allow_reset=options.allow_reset, disposable=options.disposable)
 
 
 def _write_release(trainer: Any, tokenizer: Any, options: RlOptions, run: _Run, name: str,

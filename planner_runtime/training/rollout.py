@@ -11,6 +11,10 @@ the grammar forced are 0). That needs each turn's prompt to extend the previous 
 answer token for token, which the local planner's rendering gives (its prefix cache relies on
 it); where it does not, the sequence ends at that turn and says so.
 
+Past one host (``train rl --ray``) the collection runs on the device hosts of a Ray cluster
+(:func:`planner_runtime.runs.distributed.collect_on_ray`): each finished episode comes back whole,
+its turns' token records with it, into the same store, and is read back the same way.
+
 Rollouts are stored in the run's own store under one collection a step, so a stopped run that
 resumes finds the finished episodes of the step it was in and runs only the rest.
 """
@@ -25,6 +29,7 @@ from device_farm.pool.pool import DevicePool
 from planner_runtime.contract import ErrorCode, FailureKind, FeedbackStatus, Trajectory, TrajectoryStatus
 from planner_runtime.planners import Planner
 from planner_runtime.runs.collect import Progress, collect
+from planner_runtime.runs.distributed import Farm, PlannersOnHost, collect_on_ray
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.training.care import Outcome
 from planner_runtime.trajectories.query import Filter
@@ -119,21 +124,34 @@ class RolloutResult:
     notes: list[str] = field(default_factory=list)
 
 
-def run_group_rollouts(instances: Sequence[TaskSpec], group: int, *, pool: DevicePool, store: TrajectoryStore,
-                       planner_for: Callable[[TaskSpec], Planner], collection: str, workers: int, eos: int,
+def run_group_rollouts(instances: Sequence[TaskSpec], group: int, *, pool: DevicePool | None, store: TrajectoryStore,
+                       planner_for: Callable[[TaskSpec], Planner] | None, collection: str, workers: int, eos: int,
                        policy: Any = None, max_steps: int | None = None,
                        max_attempts: int = 3, allow_reset: bool = False,
-                       disposable: frozenset[str] = frozenset()) -> RolloutResult:
-    """Run ``group`` episodes of each drawn task instance and read them back as sequences.
+                       disposable: frozenset[str] = frozenset(), farm: Farm | None = None,
+                       planners: PlannersOnHost | None = None) -> RolloutResult:
+    """Run ``group`` episodes of each drawn task instance and read them back as sequences:
+    on ``pool`` with ``planner_for``, or, given a ``farm``, on the device hosts of the Ray
+    cluster joined, each building its planners with ``planners`` (their episodes come back
+    whole into ``store``).
 
     An episode left infra after its retries, or unscorable, stays in its group as a placeholder
     with no outcome, so group ``i`` always has ``group`` members in repeat order."""
     import time
 
     started = time.perf_counter()
-    _, progress = collect(list(instances), pool=pool, store=store, planner_for=planner_for, workers=workers,
-                          repeat=group, collection=collection, policy=policy, max_steps=max_steps,
-                          max_attempts=max_attempts, allow_reset=allow_reset, disposable=disposable)
+    if farm is not None:
+        if planners is None:
+            raise TypeError("run_group_rollouts on a farm needs planners (built on each host)")
+        _, progress = collect_on_ray(list(instances), farm=farm, store=store, planners=planners, repeat=group,
+                                     collection=collection, policy=policy, max_steps=max_steps, max_attempts=max_attempts,
+                                     allow_reset=allow_reset, disposable=disposable)
+    else:
+        if pool is None or planner_for is None:
+            raise TypeError("run_group_rollouts needs a pool and planner_for, or a farm and planners")
+        _, progress = collect(list(instances), pool=pool, store=store, planner_for=planner_for, workers=workers,
+                              repeat=group, collection=collection, policy=policy, max_steps=max_steps,
+                              max_attempts=max_attempts, allow_reset=allow_reset, disposable=disposable)
     by_item: dict[str, Trajectory] = {}
     infra = 0
     for summary in store.query(Filter(collection=collection)):

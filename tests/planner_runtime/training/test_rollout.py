@@ -73,3 +73,18 @@ def test_an_attempted_unconfirmed_sensitive_action_fails_the_episode_with_a_reas
     seq = episode_sequence(_traj(steps, success=True, score=1.0), EOS)
     assert seq.outcome is not None and not seq.outcome.success and seq.outcome.progress == 0.0
     assert "attempted pay without confirmation" in seq.reason
+
+
+def test_an_episode_from_a_device_host_reads_back_as_the_same_sequence(tmp_path):
+    """``train rl --ray``: a host sends its episode as JSON and the trainer's store takes it whole;
+    the token records must come through, or the sequence is unscored."""
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    first = _step(0, [10, 11, 12], [20, 21, 22], [False, True, False])
+    second = _step(1, [10, 11, 12, 20, 21, 22, 30, 31], [23, 24], [True, True])
+    sent = _traj([first, second], score=1.0)
+    with TrajectoryStore(tmp_path / "t.sqlite", create=True) as store:
+        assert store.add_finished(Trajectory.from_json(sent.to_json()))
+        stored = store.get(sent.id)
+    assert [s.tokens for s in stored.steps] == [first.tokens, second.tokens]
+    assert episode_sequence(stored, EOS) == episode_sequence(sent, EOS) and episode_sequence(stored, EOS).outcome is not None
