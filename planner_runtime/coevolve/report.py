@@ -13,7 +13,7 @@ from html import escape
 from typing import Any, Sequence
 
 from planner_runtime.coevolve.rounds import Round
-from planner_runtime.training.svg_chart import COLOURS, Series, line_chart
+from planner_runtime.training.svg_chart import Series, line_chart
 from planner_runtime.viewer.style import CSP
 
 CATEGORIES = ("overall", "tool", "memory", "skills", "subagent")
@@ -44,11 +44,6 @@ def _cell(group: dict[str, Any] | None) -> str:
     return f"{100 * group['rate']:.0f}% [{100 * group['ci_low']:.0f}–{100 * group['ci_high']:.0f}%] {group['successes']}/{group['n']}"
 
 
-def _legend(names: Sequence[str]) -> str:
-    return '<p class="legend">' + "".join(
-        f'<span><i class="swatch" style="background:{COLOURS[i % len(COLOURS)]}"></i> {escape(n)}</span>' for i, n in enumerate(names)) + "</p>"
-
-
 def _round_section(r: Round) -> str:
     gate = r.results.get("gate")
     verdict = ("–" if gate is None else
@@ -74,14 +69,13 @@ def render(rounds: Sequence[Round]) -> str:
     xs = [float(r.number) for r in rounds]
     chart = line_chart("overall", "held-out success over rounds", xs, [
         Series("baseline", tuple(_rate(r, "bench_test") for r in rounds)),
-        Series("after the round", tuple(_rate(r, "bench_after") for r in rounds))], y_range=(0.0, 1.0))
+        Series("after the round", tuple(_rate(r, "bench_after") for r in rounds))], y_range=(0.0, 1.0), x_label="round")
     per_category = line_chart("categories", "held-out success per category after each round", xs, [
-        Series(c, tuple(_rate(r, "bench_after", c) for r in rounds)) for c in CATEGORIES[1:]], y_range=(0.0, 1.0))
+        Series(c, tuple(_rate(r, "bench_after", c) for r in rounds)) for c in CATEGORIES[1:]], y_range=(0.0, 1.0), x_label="round")
     head = ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f"<title>co-evolution rounds</title><style>{_CSS}</style></head><body><h1>Co-evolution rounds</h1>")
     if not rounds:
         return head + "<p>No round yet: <code>planner-agent round start --from RELEASE</code>.</p></body></html>"
-    return (head + f"<figure>{chart}{_legend(['baseline', 'after the round'])}</figure>"
-            f"<figure>{per_category}{_legend(CATEGORIES[1:])}</figure>"
+    return (head + chart + per_category
             + "".join(_round_section(r) for r in rounds) + "</body></html>")

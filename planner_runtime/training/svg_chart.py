@@ -51,8 +51,9 @@ def _scale(v: float, lo: float, hi: float) -> float:
 
 
 def line_chart(chart_id: str, title: str, xs: Sequence[float], series: Sequence[Series], *,
-               y_range: tuple[float, float] | None = None) -> str:
-    """An ``<svg>`` of ``series`` over ``xs`` (ascending); ``y_range`` is a frame the data may widen."""
+               y_range: tuple[float, float] | None = None, x_label: str = "step") -> str:
+    """An ``<svg>`` of ``series`` over ``xs`` (ascending), each x written ``"<x_label> <x>"``;
+    ``y_range`` is a frame the data may widen."""
     ys = [v for s in series for v in s.values if _finite(v)]
     y_lo, y_hi = _span(ys, y_range)  # type: ignore[arg-type]  # _finite dropped the Nones
     x_lo, x_hi = (min(xs), max(xs)) if xs else (0.0, 0.0)
@@ -68,8 +69,8 @@ def line_chart(chart_id: str, title: str, xs: Sequence[float], series: Sequence[
              f'<text class="y-max" x="{_LEFT - 4}" y="{_TOP + _INSET + 4}" text-anchor="end">{escape(fmt(y_hi))}</text>',
              f'<text class="y-min" x="{_LEFT - 4}" y="{_TOP + _H - _INSET + 4}" text-anchor="end">{escape(fmt(y_lo))}</text>']
     if xs:
-        parts.append(f'<text class="x-min" x="{_LEFT}" y="{height - 6}">step {escape(fmt(x_lo))}</text>'
-                     f'<text class="x-max" x="{_LEFT + _W}" y="{height - 6}" text-anchor="end">step {escape(fmt(x_hi))}</text>')
+        parts.append(f'<text class="x-min" x="{_LEFT}" y="{height - 6}">{escape(x_label)} {escape(fmt(x_lo))}</text>'
+                     f'<text class="x-max" x="{_LEFT + _W}" y="{height - 6}" text-anchor="end">{escape(x_label)} {escape(fmt(x_hi))}</text>')
     if y_lo < 0 < y_hi:  # zero is the line that matters for advantages and losses
         zero = point(x_lo, 0.0)[1]
         parts.append(f'<line x1="{_LEFT}" x2="{_LEFT + _W}" y1="{zero:.1f}" y2="{zero:.1f}" stroke="#ddd"/>')

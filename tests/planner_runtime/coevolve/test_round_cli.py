@@ -90,4 +90,5 @@ def test_a_round_from_bench_to_gate_and_its_promotion(tmp_path):
     report = tmp_path / "rounds.html"
     assert _cli("round", "report", "--out", str(report), home=home).returncode == 0
     page = report.read_text()
-    assert "Round 1" in page and "embedded-sft-r1" in page and page.count("<svg") == 2
+    assert "Round 1" in page and "embedded-sft-r1" in page and page.count("<svg") == 2 and page.count('class="legend"') == 2
+    assert ">round 1</text>" in page  # the x axis counts rounds
