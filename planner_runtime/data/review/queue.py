@@ -257,12 +257,16 @@ def take(store: TrajectoryStore, reviewer: str, ttl: float = DEFAULT_TTL_S, *, r
 
 def lease(store: TrajectoryStore, item: str, reviewer: str, ttl: float = DEFAULT_TTL_S) -> ReviewItem:
     """Lease ``item`` for ``reviewer`` (again: a lease they hold is extended). Refused when
-    another reviewer holds it or it is resolved."""
+    another reviewer holds it, it is resolved, or ``reviewer`` already decided it (a lease they
+    could not use would only keep the second reviewer it waits for away)."""
     who, span = _reviewer(reviewer), _ttl(ttl)
     now = utcnow()
     with _immediate(store) as conn:
         found = _current(conn, store, item)
         _check_open(found, who, now)
+        if conn.execute(select(review_decisions.c.id).where(review_decisions.c.item_id == item,
+                                                            review_decisions.c.reviewer == who)).first() is not None:
+            raise AlreadyReviewed(f"{who} already reviewed item {item}; it needs a decision from another reviewer")
         conn.execute(update(review_items).where(review_items.c.id == item).values(lease_by=who, lease_until=now + span))
     return get(store, item)
 

@@ -180,7 +180,7 @@ def app_for(ctx: Reviewing) -> Starlette:
                 else:
                     try:
                         item = queue.lease(store, item_id, who, ctx.lease_s)
-                    except LeaseHeld as exc:
+                    except (LeaseHeld, AlreadyReviewed) as exc:
                         notice = str(exc)
                     except AlreadyResolved:
                         item = queue.get(store, item_id)

@@ -54,6 +54,9 @@ def test_a_relabel_needs_a_second_agreeing_reviewer_and_every_decision_is_kept(q
     assert not first.resolved and first.item.required_reviews == 2 and first.item.status == "open"
     with pytest.raises(AlreadyReviewed, match="alice already reviewed"):
         queue.decide(store, item, "alice", "relabel", label=False)  # the same person cannot count twice
+    with pytest.raises(AlreadyReviewed):  # nor hold it while it waits for someone else (opening its page again)
+        queue.lease(store, item, "alice")
+    assert queue.get(store, item).lease_by is None
     disagree = queue.decide(store, item, "bob", "approve", note="looks right to me")
     assert not disagree.resolved  # one for each: still open
     with store.engine.connect() as conn:
