@@ -29,10 +29,10 @@ from planner_runtime.contract import Trajectory, new_id
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import Policy
 from planner_runtime.harness.tools.simulated.llm import LlmSimulator
-from planner_runtime.runs.attempt import Item
+from planner_runtime.runs.attempt import Item, ItemRun
 from planner_runtime.runs.collect import CollectionStopped, PhonesNotReady, Progress
 from planner_runtime.runs.distributed.cluster import import_ray, live_nodes, placement
-from planner_runtime.runs.distributed.host import Finished, HostPlan, HostWorker, PlannersOnHost
+from planner_runtime.runs.distributed.host import Finished, HostPlan, HostWorker, PlannersOnHost, built_on_the_host
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories.store import TrajectoryStore
 
@@ -97,9 +97,10 @@ def collect_on_ray(
     queue = collections.deque((item, 1) for item in items if item.key not in done)
     if not queue:
         return collection, progress
-    plan = HostPlan(tasks=tuple(tasks), collection=collection, pool=farm.pool, planners=planners, first_seed=first_seed,
-                    policy=policy, max_steps=max_steps, allow_reset=allow_reset, disposable=disposable,
-                    lease_timeout=lease_timeout, simulator=simulator)
+    run = ItemRun(collection=collection, planner_for=built_on_the_host, first_seed=first_seed, policy=policy,
+                  max_steps=max_steps, allow_reset=allow_reset, disposable=disposable, lease_timeout=lease_timeout,
+                  simulator=simulator)
+    plan = HostPlan(tasks=tuple(tasks), pool=farm.pool, planners=planners, run=run)
     hosts = _start(ray, plan, farm, warn)
     try:
         _drive(ray, hosts, queue, progress, store, collection, max_attempts, on_change, warn)
@@ -121,7 +122,7 @@ def _start(ray: Any, plan: HostPlan, farm: Farm, warn: Callable[[str], None]) ->
     hosts, started = [], []
     for index, node in enumerate(nodes):
         handle = actor.options(
-            name=f"{plan.collection}/host-{index + 1}", num_cpus=0, max_concurrency=farm.workers, max_restarts=0,
+            name=f"{plan.run.collection}/host-{index + 1}", num_cpus=0, max_concurrency=farm.workers, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False),
         ).remote(plan, index, len(nodes))
         hosts.append(_Host(f"host {index + 1} on {node.hostname or node.address}", handle, farm.workers))
@@ -140,7 +141,7 @@ def _start(ray: Any, plan: HostPlan, farm: Farm, warn: Callable[[str], None]) ->
             _stop(ray, hosts, graceful=False)
             if isinstance(cause, PlannerRuntimeError):
                 raise cause from None
-            raise CollectionStopped(f"collection {plan.collection} stopped: {host.label} could not start "
+            raise CollectionStopped(f"collection {plan.run.collection} stopped: {host.label} could not start "
                                     f"({type(cause).__name__}: {cause})") from cause
         except (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError) as exc:
             host.alive = False
@@ -155,8 +156,8 @@ def _start(ray: Any, plan: HostPlan, farm: Farm, warn: Callable[[str], None]) ->
         _stop(ray, hosts, graceful=False)
         if failures:
             raise failures[0]
-        raise HostsLost(f"collection {plan.collection} stopped: no device host started; "
-                        f"finished items are kept, continue with --resume {plan.collection}")
+        raise HostsLost(f"collection {plan.run.collection} stopped: no device host started; "
+                        f"finished items are kept, continue with --resume {plan.run.collection}")
     return live
 
 

@@ -17,13 +17,11 @@ import shutil
 import socket
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from device_farm.pool.pool import DevicePool
-from planner_runtime.harness.safety import Policy
-from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.planners import Planner
 from planner_runtime.runs.attempt import Item, ItemRun, run_attempt
 from planner_runtime.runs.collect import check_reset, load_first, ready_check
@@ -47,21 +45,20 @@ class SamePlanners:
         return self.planner_for
 
 
+def built_on_the_host(task: TaskSpec) -> Planner:
+    """The ``planner_for`` of the :class:`ItemRun` a driver sends: each host puts its own in."""
+    raise RuntimeError("a host's planners are built on the host (HostPlan.planners)")
+
+
 @dataclass(frozen=True)
 class HostPlan:
-    """What every host of one collection is given."""
+    """What every host of one collection is given: ``run`` is how its items run, with
+    :func:`built_on_the_host` in place of the planners ``planners`` builds there."""
 
     tasks: tuple[TaskSpec, ...]
-    collection: str
     pool: Callable[[], DevicePool]  # builds the host's pool, on the host
     planners: PlannersOnHost
-    first_seed: int = 0
-    policy: Policy | None = None
-    max_steps: int | None = None
-    allow_reset: bool = False
-    disposable: frozenset[str] = frozenset()
-    lease_timeout: float = 120.0
-    simulator: LlmSimulator | None = None
+    run: ItemRun
 
 
 @dataclass(frozen=True)
@@ -106,13 +103,11 @@ class HostWorker:
             self._store = TrajectoryStore(self._folder / "episodes.sqlite", create=True).open()
             self._pool = plan.pool().start()
             unready = ready_check(self._pool)
-            wiped = check_reset(self._pool, plan.disposable, plan.allow_reset)
+            wiped = check_reset(self._pool, plan.run.disposable, plan.run.allow_reset)
             planner_for = plan.planners(self._index, self._hosts)
-            self._run = ItemRun(collection=plan.collection, planner_for=planner_for, first_seed=plan.first_seed,
-                                policy=plan.policy, max_steps=plan.max_steps, allow_reset=plan.allow_reset,
-                                disposable=plan.disposable, lease_timeout=plan.lease_timeout, simulator=plan.simulator)
+            self._run = replace(plan.run, planner_for=planner_for)
             if plan.tasks:
-                load_first(planner_for, plan.tasks[0], plan.collection)
+                load_first(planner_for, plan.tasks[0], plan.run.collection)
         except BaseException:
             self.close()
             raise
@@ -126,7 +121,7 @@ class HostWorker:
         task_id, _, repeat = key.rpartition("#")
         item = Item(self._tasks[task_id], int(repeat))
         ended = run_attempt(item, self._run, pool=self._pool, store=self._store, stopping=self._stopping,
-                            holder=f"collect {self._plan.collection} host {self._index + 1}")
+                            holder=f"collect {self._plan.run.collection} host {self._index + 1}")
         if ended is None:
             return None
         episodes = ()
