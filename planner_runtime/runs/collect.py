@@ -30,6 +30,7 @@ from device_farm.health import not_ready_reason
 from device_farm.pool.pool import DevicePool
 from planner_runtime.contract import TrajectoryStatus, Usage, new_id
 from planner_runtime.errors import PlannerRuntimeError, StoreError
+from planner_runtime.harness.safety import Policy
 from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.planners.shared import SharedPlanner

@@ -89,9 +89,11 @@ class PolicyOnHosts:
 
             model = get_peft_model(model, self.lora)
         result = _inner(model).load_state_dict(state, strict=False)
-        if result.unexpected_keys:
-            raise TrainingError(f"the published weights do not fit the model at {self.model_path}: "
-                                f"{len(result.unexpected_keys)} unknown, such as {result.unexpected_keys[0]}")
+        unset = [k for k in result.missing_keys if self.lora is None or "lora_" in k]  # a LoRA keeps the base's own
+        for kind, names in (("unknown", result.unexpected_keys), ("missing", unset)):
+            if names:
+                raise TrainingError(f"the published weights do not fit the model at {self.model_path}: "
+                                    f"{len(names)} {kind}, such as {names[0]}")
         model.eval()
         model.requires_grad_(False)
         inner = _inner(model)

@@ -70,6 +70,11 @@ def test_a_host_builds_the_policy_the_trainer_holds_from_the_published_weights(l
         theirs, ours = trained(input_ids=ids).logits, built(input_ids=ids).logits
         plain = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)(input_ids=ids).logits
     assert torch.allclose(ours, theirs, atol=1e-5) and not torch.allclose(ours, plain, atol=1e-3)
+    from planner_runtime.training import TrainingError
+
+    short = dict(list(state.items())[1:])  # a tensor lost on the way: refused, never sampled as the base's
+    with pytest.raises(TrainingError, match="1 missing"):
+        policy._model(short)
 
 
 def test_train_rl_with_an_address_nothing_listens_at_is_refused_in_one_line(tmp_path):
