@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.tasks.spec import Suite, TaskSpec
@@ -121,12 +121,8 @@ def tight_variants(suite: Suite, domains: Sequence[str], categories: Sequence[st
         if len(made) >= limit:
             break
         if task.demo and task.max_steps > len(task.demo):
-            _try(made, tight, task)
+            try:
+                made.append(tight(task))
+            except (ValueError, PlannerRuntimeError):
+                continue  # it already limits its steps, or the copy does not build
     return made
-
-
-def _try(made: list[TaskSpec], make: Callable[[TaskSpec], TaskSpec], task: TaskSpec) -> None:
-    try:
-        made.append(make(task))
-    except (ValueError, PlannerRuntimeError):
-        pass
