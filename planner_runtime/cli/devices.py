@@ -17,7 +17,6 @@ from rich.table import Table
 
 from device_farm.adb.source import AdbSource
 from device_farm.virtual.source import VirtualSource
-from device_farm.appium.source import AppiumSource
 from device_farm.pool.pool import DevicePool, DeviceStatus
 from device_farm.sources import DeviceSource
 from planner_runtime.cli.common import ExitCode, console, err, fail
@@ -34,7 +33,10 @@ def pool_from_options(
     """A pool over the adb servers at ``adb`` (``host:port`` each), Appium endpoints
     (``(url, capabilities)``) and ``virtual`` built-in phones."""
     sources: list[DeviceSource] = [AdbSource(address) for address in adb]
-    sources += [AppiumSource(url, caps) for url, caps in appium]
+    if appium:  # selenium (under the Appium client) is imported only when a command asks for Appium phones
+        from device_farm.appium.source import AppiumSource
+
+        sources += [AppiumSource(url, caps) for url, caps in appium]
     if virtual:
         sources.append(VirtualSource(virtual))
     return DevicePool(sources, state_dir=state_dir)

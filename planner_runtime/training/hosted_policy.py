@@ -74,7 +74,7 @@ class PolicyOnHosts:
         import inspect
 
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         from planner_runtime.planners.local import model_store
 
@@ -83,7 +83,7 @@ class PolicyOnHosts:
                                 "train rl --ray needs its base model at the same path on every node")
         with model_store.quiet_progress_bars():
             tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-            model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, self.dtype))
+            model = model_store.load_causal_lm(self.model_path, dtype=getattr(torch, self.dtype))
         if self.lora is not None:
             from peft import get_peft_model
 

@@ -228,13 +228,13 @@ def set_default(home: Path, name: str) -> None:
 def _merge(base: Path, adapter: Path, out: Path) -> None:
     """Write ``base`` with the LoRA in ``adapter`` merged in as a plain HF model folder at ``out``."""
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     tmp = out.with_name(out.name + f".part-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         with model_store.quiet_progress_bars():
-            model = AutoModelForCausalLM.from_pretrained(base)
+            model = model_store.load_causal_lm(base)
             merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
             merged.save_pretrained(tmp)
             # a shipped adapter carries no tokenizer of its own: it is the base's

@@ -240,7 +240,7 @@ def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[T
                                             if k in ("low", "high", "progress_weight", "cost_weight")})
 
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
     from peft import LoraConfig, PeftModel
 
     from planner_runtime.trajectories.store import TrajectoryStore
@@ -255,15 +255,15 @@ def train_rl(options: RlOptions, name: str, *, home: Path, templates: Sequence[T
         if not options.lora:  # every weight trains: start from the release as one merged model
             model_path = releases.model_dir(home, options.source, cache_dir)
             tokenizer = AutoTokenizer.from_pretrained(model_path)
-            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
+            model = model_store.load_causal_lm(model_path, dtype=dtype)
             base_ref = source.base
         elif source.kind == "lora":
             tokenizer = AutoTokenizer.from_pretrained(base)
-            model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), folder, is_trainable=True)
+            model = PeftModel.from_pretrained(model_store.load_causal_lm(base, dtype=dtype), folder, is_trainable=True)
             base_ref, model_path = source.base, base
         else:
             tokenizer = AutoTokenizer.from_pretrained(folder)
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+            model = model_store.load_causal_lm(folder, dtype=dtype)
             peft_config = LoraConfig(r=options.lora_rank, lora_alpha=2 * options.lora_rank, target_modules="all-linear",
                                      task_type="CAUSAL_LM")
             base_ref = releases.BaseModelRef(spec=f"release:{options.source}", name=folder.name, sha256=source.weights_sha256)

@@ -132,7 +132,7 @@ def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: Sf
         trajectories = sft_data.select(store, selection)
 
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     data = sft_data.build(trajectories, tokenizer, min_trained_tokens=MIN_TRAINED_TOKENS, rendering=options.rendering)
@@ -143,7 +143,7 @@ def train_sft(store: TrajectoryStore, selection: sft_data.Selection, options: Sf
     # block in its arenas (a 2-epoch CPU run grew past 8 GB); held at 1 MiB they go back
     return_large_blocks()
     with model_store.quiet_progress_bars():
-        model = AutoModelForCausalLM.from_pretrained(base, dtype=_weights_dtype(torch, placement, options.lora))
+        model = model_store.load_causal_lm(base, dtype=_weights_dtype(torch, placement, options.lora))
     trainer = _trainer(model, tokenizer, data, options, work, placement, progress, callbacks)
     result = trainer.train(resume_from_checkpoint=str(checkpoint) if resume else None)
     recipe = None if built is None else {"name": built.recipe_name, "sha256": built.recipe_sha256, "dataset_sha256": built.sha256,

@@ -266,14 +266,14 @@ class AdbdServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        # Stop listening, end the open connections, then wait for the listener: from Python 3.12.1
+        # wait_closed() also waits for every connection, so waiting first hung until the host left.
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        await self.drop_connections()
+        if server is not None:
+            await server.wait_closed()
 
     async def drop_connections(self) -> None:
         """Cut every host connection (a cable pull); the listener stays up."""

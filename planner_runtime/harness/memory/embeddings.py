@@ -89,7 +89,7 @@ class MiniLMEmbedder:
             hf_logging.disable_progress_bar()
             try:
                 self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)  # never ask a hub
-                model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+                model = AutoModel.from_pretrained(path, local_files_only=True, use_kernels=False).eval()
             except OSError as exc:
                 raise PlannerRuntimeError(f"cannot load the embedding model from {path}: {exc}") from exc
             self._query_encoder = QueryEncoder.from_bert(model)

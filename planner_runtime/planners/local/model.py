@@ -25,6 +25,7 @@ from planner_runtime.planners.local.model_store import (
     dtype_variant,
     embedded_model_dir,
     is_model_dir,
+    load_causal_lm,
     quiet_progress_bars,
     resolve_model_path,
 )
@@ -100,7 +101,7 @@ def load_model(spec: str | Path | None, *, device: str, dtype: "Any | str | None
     """Resolve ``spec``, provision it if needed, and load it frozen; a
     :class:`ModelProvisionError` when its files cannot be read."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     path = resolve_model_path(spec, cache_dir)
     where, dtype = placement(torch, device, dtype)
@@ -108,7 +109,7 @@ def load_model(spec: str | Path | None, *, device: str, dtype: "Any | str | None
     try:
         with quiet_progress_bars():
             tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(weights, dtype=dtype).to(where)
+            model = load_causal_lm(weights, dtype=dtype).to(where)
     except (OSError, ValueError) as exc:
         raise ModelProvisionError(f"could not load the model in {path}: {exc}") from exc
     model.eval()

@@ -26,7 +26,7 @@ import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from planner_runtime.config import Settings
 from planner_runtime.errors import ModelProvisionError
@@ -99,6 +99,16 @@ def resolve_model_path(spec: str | os.PathLike[str] | None, cache_dir: Path | No
         target = (cache_dir or default_cache_dir()) / "models" / f"{path.stem}-{key}"
         return target if is_model_dir(target) else convert_gguf(path, target)
     raise ModelProvisionError(f"{path}: unsupported model file (expected .safetensors or .gguf)")
+
+
+def load_causal_lm(path: str | os.PathLike[str], **kwargs: object) -> Any:
+    """``AutoModelForCausalLM.from_pretrained`` with the Hub's kernels off. transformers 5 swaps
+    layers for kernels it fetches from the Hub and runs as remote code (on CUDA, with the `kernels`
+    package it now requires); asked nothing, it did so here, and failed offline. A model here runs
+    only the code this machine installed."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(path, use_kernels=False, **kwargs)
 
 
 def stored_dtype(path: Path) -> str | None:
@@ -298,7 +308,7 @@ def _convert_quietly(gguf: Path, out: Path, stage: Callable[[str], None]) -> Non
         stage("reading the tokenizer")
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         stage("dequantising the weights")
-        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        loaded = load_causal_lm(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     except ImportError as exc:
         raise ModelProvisionError(f"reading a GGUF needs the `gguf` and `accelerate` packages: {exc}") from exc
     # The loaded model stays marked as gguf-quantised, which blocks save_pretrained and training;

@@ -61,3 +61,31 @@ def test_dropped_connection_comes_back(virtual_phone):
             time.sleep(0.2)
     else:
         pytest.fail("device did not come back")
+
+
+def test_a_phone_stops_at_once_while_a_host_stays_connected():
+    """Since Python 3.12.1 a listener's ``wait_closed()`` also waits for its open connections;
+    waiting for it before ending them hung ``stop()`` for as long as the adb server stayed
+    connected. The phone ends its connections first: by the time it waits for the listener,
+    none is left (asserted as that newer contract, so the order is checked on every Python)."""
+    from device_farm.virtual import VirtualPhone
+    from tests.device_farm.virtual.raw_adb import RawAdb
+
+    phone = VirtualPhone().start()
+    adbd = phone._server
+    listener = adbd._server
+    original = listener.wait_closed
+    open_when_waited: list[int] = []
+
+    async def wait_closed() -> None:
+        open_when_waited.append(len(adbd._connections))
+        await original()
+
+    listener.wait_closed = wait_closed
+    with RawAdb(phone) as host:
+        started = time.monotonic()
+        phone.stop()
+        assert time.monotonic() - started < 5
+        assert open_when_waited == [0]
+        host.sock.settimeout(5)
+        assert host.sock.recv(1) == b""  # the host sees the phone hang up

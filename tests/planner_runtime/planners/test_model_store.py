@@ -91,3 +91,23 @@ def test_a_bfloat16_copy_is_made_once_at_half_the_size_and_loads_as_bfloat16(mod
     assert model.model.embed_tokens.weight.dtype == torch.bfloat16
     reference = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     assert torch.equal(model.model.embed_tokens.weight, reference.model.embed_tokens.weight.to(torch.bfloat16))
+
+
+@pytest.mark.slow
+def test_models_load_without_the_hubs_kernels(model_cache: Path, planner):
+    """transformers 5 turns Hub kernels on by default and fetches them (remote code) when a
+    model trains or runs on CUDA; a model loaded here never does: not for inference, not after
+    ``train()`` (what a trainer calls)."""
+    model = model_store.load_causal_lm(model_store.embedded_model_dir(model_cache))
+    model.train()
+    assert model.use_kernels is False and getattr(model, "_kernels_mode", None) is None
+    assert planner.model.use_kernels is False
+
+
+def test_every_causal_lm_in_the_product_loads_through_the_one_loader():
+    """The kernels switch lives in one place: no other module calls from_pretrained on a causal LM."""
+    root = Path(model_store.__file__).resolve().parents[3]
+    callers = [str(path.relative_to(root)) for folder in ("planner_runtime", "device_farm")
+               for path in sorted((root / folder).rglob("*.py"))
+               if "AutoModelForCausalLM.from_pretrained(" in path.read_text(encoding="utf-8")]
+    assert callers == ["planner_runtime/planners/local/model_store.py"]
