@@ -26,9 +26,10 @@ def main() -> None:
 
     import torch
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from planner_runtime.planners.local.model import native_bfloat16
+    from planner_runtime.planners.local.model_store import load_causal_lm
     from planner_runtime.planners.local.threads import use_threads
     from planner_runtime.runs.collect import Progress
     from planner_runtime.tasks.spec import builtin_suite
@@ -58,7 +59,7 @@ def main() -> None:
         groups.append(members)
 
     def timed(fused: bool) -> float:
-        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype),
+        model = PeftModel.from_pretrained(load_causal_lm(base, dtype=dtype),
                                           releases.release_path(home, releases.BUILTIN_DEFAULT), is_trainable=True)
         work = Path(tempfile.mkdtemp(prefix="bench-rl-run-"))
         run = rl._Run(options, options.care, None, {t.id: t for t in instances}, work,

@@ -61,9 +61,9 @@ def trajectories(store_path: Path, tasks: int):  # noqa: ANN201
 def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True) -> tuple[float, int]:  # noqa: ANN001
     """Seconds per optimizer step (median after one warm-up) and tokens per step."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer, TrainerCallback
 
-    from planner_runtime.planners.local.model_store import ensure_embedded_model
+    from planner_runtime.planners.local.model_store import ensure_embedded_model, load_causal_lm
     from planner_runtime.training import sft
 
     class Clock(TrainerCallback):
@@ -75,7 +75,7 @@ def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True) ->
 
     base = ensure_embedded_model()
     tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
+    model = load_causal_lm(base, dtype=dtype)
     options = sft.SftOptions(max_steps=steps + 1, lora_rank=8, lora_alpha=16, save_steps=10_000)
     clock = Clock()
     trainer = sft._trainer(model, tokenizer, rows, options, work, {"use_cpu": True, "bf16": False}, False, [clock],

@@ -107,7 +107,7 @@ def test_models_load_without_the_hubs_kernels(model_cache: Path, planner):
 def test_every_causal_lm_in_the_product_loads_through_the_one_loader():
     """The kernels switch lives in one place: no other module calls from_pretrained on a causal LM."""
     root = Path(model_store.__file__).resolve().parents[3]
-    callers = [str(path.relative_to(root)) for folder in ("planner_runtime", "device_farm")
+    callers = [str(path.relative_to(root)) for folder in ("planner_runtime", "device_farm", "benchmarks")
                for path in sorted((root / folder).rglob("*.py"))
                if "AutoModelForCausalLM.from_pretrained(" in path.read_text(encoding="utf-8")]
     assert callers == ["planner_runtime/planners/local/model_store.py"]
