@@ -14,7 +14,8 @@ configurations in one run:
 The floor is the machine's own GEMM rate (a square matmul in the same dtype, same threads): a
 LoRA step costs about 4 FLOPs per weight per token (forward, and the backward to the inputs; the
 frozen weights take no gradient), so ``tokens/s x 4 x params / GEMM FLOP/s`` is the fraction of
-the floor reached. Peak RSS is the process's.
+the floor reached (a frozen system turn needs only its forward pass, 2 FLOPs a weight, so that
+configuration can pass 100% of this floor).
 
     python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N] [--quick]
 """
@@ -58,9 +59,13 @@ def trajectories(store_path: Path, tasks: int):  # noqa: ANN201
     return store, data.select(store, data.Selection(split="all"))
 
 
-def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True) -> tuple[float, int]:  # noqa: ANN001
-    """Seconds per optimizer step (median after one warm-up) and tokens per step."""
+def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True, frozen_system: bool = False,  # noqa: ANN001
+               threads: int = 2) -> tuple[float, int, float]:
+    """Seconds per optimizer step (median after one warm-up), tokens per step, and the peak RSS
+    (MiB) of the process; call it in a process of its own (:func:`isolated`)."""
     import torch
+
+    torch.set_num_threads(threads)
     from transformers import AutoTokenizer, TrainerCallback
 
     from planner_runtime.planners.local.model_store import ensure_embedded_model, load_causal_lm
@@ -76,7 +81,7 @@ def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True) ->
     base = ensure_embedded_model()
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = load_causal_lm(base, dtype=dtype)
-    options = sft.SftOptions(max_steps=steps + 1, lora_rank=8, lora_alpha=16, save_steps=10_000)
+    options = sft.SftOptions(max_steps=steps + 1, lora_rank=8, lora_alpha=16, save_steps=10_000, frozen_system=frozen_system)
     clock = Clock()
     trainer = sft._trainer(model, tokenizer, rows, options, work, {"use_cpu": True, "bf16": False}, False, [clock],
                            kept_logits=kept_logits)
@@ -86,7 +91,16 @@ def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True) ->
     per_step = statistics.median(b - a for a, b in zip(marks[1:], marks[2:]))
     tokens = statistics.mean(len(s.input_ids) for s in rows.sequences[: steps + 1])
     del torch
-    return per_step, int(tokens)
+    return per_step, int(tokens), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def isolated(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+    """``fn(*args, **kwargs)`` in a fresh process: its memory peak is its own."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args, **kwargs).result()
 
 
 def main() -> None:
@@ -94,7 +108,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--quick", action="store_true", help="only the default and TRL's own loss, side by side")
+    parser.add_argument("--quick", action="store_true", help="only the default and the frozen system turn, side by side")
     args = parser.parse_args()
 
     import torch
@@ -113,21 +127,23 @@ def main() -> None:
         floors = {d: gemm_flops(torch, d) for d in (torch.bfloat16, torch.float32)}
         for d, f in floors.items():
             print(f"GEMM floor {str(d).removeprefix('torch.')}: {f / 1e9:.0f} GFLOP/s")
-        configs = [("LoRA, bf16 base, compact tools", torch.bfloat16, "compact", True),
-                   ("LoRA, bf16 base, compact tools, TRL's loss", torch.bfloat16, "compact", False),
-                   ("LoRA, fp32 base, compact tools", torch.float32, "compact", True),
-                   ("LoRA, bf16 base, json tools", torch.bfloat16, "json", True)]
+        configs = [("LoRA, bf16 base, compact tools", torch.bfloat16, "compact", True, False),
+                   ("LoRA, bf16 base, compact tools, frozen system turn", torch.bfloat16, "compact", True, True),
+                   ("LoRA, bf16 base, compact tools, TRL's loss", torch.bfloat16, "compact", False, False),
+                   ("LoRA, fp32 base, compact tools", torch.float32, "compact", True, False),
+                   ("LoRA, bf16 base, json tools", torch.bfloat16, "json", True, False)]
         if args.quick:
             configs = configs[:2]
-        for label, dtype, rendering, kept in configs:
+        for label, dtype, rendering, kept, frozen in configs:
             rows = data.build(chosen, tokenizer, rendering=rendering)
             work = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("'", "")
-            per_step, tokens = time_steps(rows, dtype, args.steps, work, kept_logits=kept)
+            per_step, tokens, rss = isolated(time_steps, rows, dtype, args.steps, work, kept_logits=kept,
+                                             frozen_system=frozen, threads=threads)
             rate = tokens / per_step
             print(f"{label}: {per_step:.2f} s/step, {tokens} tokens/step, {rate:.0f} tokens/s, "
-                  f"{rate * 4 * params / floors[dtype]:.0%} of the {str(dtype).removeprefix('torch.')} GEMM floor")
+                  f"{rate * 4 * params / floors[dtype]:.0%} of the {str(dtype).removeprefix('torch.')} GEMM floor, "
+                  f"peak RSS {rss:.0f} MiB", flush=True)
         store.close()
-    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":

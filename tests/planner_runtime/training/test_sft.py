@@ -69,6 +69,51 @@ def test_the_loss_runs_the_lm_head_only_where_a_token_trains_and_equals_the_full
             assert (kept_grads[name] - p.grad).norm() <= 1e-2 * p.grad.norm() + 1e-8, name
 
 
+def test_a_frozen_system_turn_gives_the_same_loss_and_trains_only_through_the_conversation(
+        episodes, store, tokenizer, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    built = data.build(data.select(store, data.Selection()), tokenizer)
+    (seq,) = built.sequences
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    system = seq.input_ids.index(im_end) + 1
+    assert not any(seq.assistant_masks[:system]) and system > len(seq.input_ids) / 2  # most of it, none trained
+
+    def step(frozen: bool):  # noqa: ANN202
+        options = sft.SftOptions(max_steps=1, **{**TINY, "max_length": 4096}, frozen_system=frozen)
+        model = AutoModelForCausalLM.from_pretrained(ensure_embedded_model(), dtype=torch.float32)
+        trainer = sft._trainer(model, tokenizer, built, options, tmp_path / f"work-{frozen}", {"use_cpu": True, "bf16": False},
+                               progress=False)
+        batch = trainer.data_collator([trainer.train_dataset[0]])
+        lengths = []
+        hook = trainer.model.get_base_model().model.layers[0].register_forward_hook(
+            lambda m, args, out: lengths.append(args[0].shape[1]))
+        loss = trainer.compute_loss(trainer.model, dict(batch))
+        hook.remove()
+        loss.backward()
+        return loss.item(), lengths, {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+
+    full_loss, full_runs, full_grads = step(False)
+    frozen_loss, frozen_runs, frozen_grads = step(True)
+    assert full_runs == [len(seq.input_ids)]
+    assert frozen_runs == [system, len(seq.input_ids) - system]  # the system turn first, as a cache, then the rest
+    assert frozen_loss == pytest.approx(full_loss, rel=1e-4)  # the same forward pass
+    # the adapter still learns (every layer's gradient flows through the conversation), but not
+    # the path through the system turn: the gradients differ
+    for name, grad in frozen_grads.items():
+        assert grad.norm() > 0 or "lora_A" in name, name
+    assert any((frozen_grads[n] - g).norm() > 1e-3 * g.norm() for n, g in full_grads.items())
+
+
+def test_the_system_cut_is_the_shortest_system_turn_of_a_batch_and_nothing_without_one():
+    from planner_runtime.training.sft_loss import system_end
+
+    ids = torch.tensor([[5, 9, 2, 9, 7], [5, 5, 5, 9, 1]])
+    assert system_end(ids, 9) == 2  # row 0 closes its system turn at 1, row 1 at 3: the shorter one
+    assert system_end(ids, 42) == 0 and system_end(ids, None) == 0
+    assert system_end(torch.tensor([[9, 1], [1, 1]]), 9) == 0  # a row without one freezes nothing
+
+
 def _logits(path, ids):  # noqa: ANN001, ANN202
     from transformers import AutoModelForCausalLM
 
