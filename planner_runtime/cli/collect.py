@@ -28,6 +28,8 @@ def collect(
     release: Optional[str] = typer.Option(None, "--release", help=RELEASE_HELP),
     script: Optional[Path] = typer.Option(None, "--script", help="For --planner scripted: JSON {task id: [calls]}."),
     repeat: Optional[int] = typer.Option(None, "--repeat", "-k", min=1, help="Episodes per task (default 1; on --resume it may grow)."),
+    distinct: Optional[bool] = typer.Option(None, "--distinct", help="With -k: a task without random parameters runs once (its demo would only repeat itself); a template with random parameters still gets k seeds."),
+    per_template: Optional[int] = typer.Option(None, "--per-template", min=1, help="Only the first N tasks of each task template, as the suite lists them."),
     resume: Optional[str] = typer.Option(None, "--resume", help="A collection id to continue with what it was started with (finished items are skipped)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
@@ -73,7 +75,7 @@ def collect(
     try:
         check_ray_options(ray, ray_hosts)
         settings = Settings.from_env()
-        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, planner=planner, model=model_option(model, release, None if resume else planner or settings.planner), script=script,
+        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, distinct=distinct, per_template=per_template, planner=planner, model=model_option(model, release, None if resume else planner or settings.planner), script=script,
                        policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
                        temperature=temperature, first_seed=first_seed, simulator=simulator_address(simulator))
         path = store or settings.store_path
@@ -176,14 +178,16 @@ def _bar(total: int):  # noqa: ANN202 - yields (the rich Progress, its update fo
 
 def _run(run_collection, tasks, spec, *, coll, pool, db, planner_for, workers, allow_reset, disposable):  # noqa: ANN001, ANN202
     """The collection with a live progress bar on stderr."""
-    with _bar(len(tasks) * spec.repeat) as (bar, show):
+    from planner_runtime.runs.attempt import items_of
+
+    with _bar(len(items_of(tasks, spec.repeat, spec.distinct))) as (bar, show):
         def stopping(ids: list[str]) -> None:
             bar.stop()
             err.print(f"stopping: {len(ids)} running episode{'' if len(ids) == 1 else 's'} stored as interrupted; "
                       "waiting for the current steps to end (Ctrl-C again to quit at once)", soft_wrap=True, markup=False)
 
         _, counts = run_collection(tasks, pool=pool, store=db, planner_for=planner_for, workers=workers, repeat=spec.repeat,
-                                   first_seed=spec.first_seed,
+                                   first_seed=spec.first_seed, distinct=spec.distinct,
                                    collection=coll, on_change=show, policy=spec.policy, max_steps=spec.max_steps,
                                    allow_reset=allow_reset, disposable=disposable, on_interrupt=stopping,
                                    simulator=llm_simulator(spec.simulator))
@@ -194,15 +198,16 @@ def _run_on_ray(tasks, spec, *, coll, farm, db, timeout, so_far, allow_reset, di
     """The collection on the device hosts of ``farm``, with a live progress bar on stderr."""
     import functools
 
+    from planner_runtime.runs.attempt import items_of
     from planner_runtime.runs.distributed import collect_on_ray
 
     def warn(line: str) -> None:
         err.print(f"warning: {line}", soft_wrap=True, markup=False)
 
-    with _bar(len(tasks) * spec.repeat) as (_, show):
+    with _bar(len(items_of(tasks, spec.repeat, spec.distinct))) as (_, show):
         _, counts = collect_on_ray(tasks, farm=farm, store=db, planners=functools.partial(host_planners, spec, timeout, so_far),
-                                   repeat=spec.repeat, first_seed=spec.first_seed, collection=coll, on_change=show,
-                                   on_warning=warn, policy=spec.policy, max_steps=spec.max_steps, allow_reset=allow_reset,
+                                   repeat=spec.repeat, first_seed=spec.first_seed, distinct=spec.distinct, collection=coll,
+                                   on_change=show, on_warning=warn, policy=spec.policy, max_steps=spec.max_steps, allow_reset=allow_reset,
                                    disposable=disposable, simulator=llm_simulator(spec.simulator))
     return counts
 
@@ -250,6 +255,14 @@ def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
         tasks = [t for t in tasks if t.id in spec.tasks]
     if spec.split:
         tasks = [t for t in tasks if t.split_name == spec.split]
+    if spec.per_template:
+        taken: dict[str, int] = {}
+        kept = []
+        for t in tasks:
+            taken[t.template] = taken.get(t.template, 0) + 1
+            if taken[t.template] <= spec.per_template:
+                kept.append(t)
+        tasks = kept
     if not tasks:
         raise fail("no task matches --task and --split")
     if spec.planner == "demo":

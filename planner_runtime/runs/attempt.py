@@ -41,6 +41,13 @@ class Item:
         return f"{self.task.id}#{self.repeat}"
 
 
+def items_of(tasks: Sequence[TaskSpec], repeat: int, distinct: bool = False) -> list[Item]:
+    """The work items of ``repeat`` episodes of each task; with ``distinct``, a task without random
+    parameters runs once (a demo, or a greedy planner, would only repeat itself) while a template
+    with random parameters still gets ``repeat`` seeds."""
+    return [Item(t, r) for r in range(repeat) for t in tasks if r == 0 or not distinct or t.random]
+
+
 @dataclass(frozen=True)
 class ItemRun:
     """What every attempt of one collection shares: its id and how its episodes run."""

@@ -34,7 +34,7 @@ from planner_runtime.harness.safety import Policy
 from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 from planner_runtime.planners import Planner, PlannerUnavailable
 from planner_runtime.planners.shared import SharedPlanner
-from planner_runtime.runs.attempt import CollectionInterrupted, Item, ItemRun, ResetRefused, refusal, resettable, run_attempt
+from planner_runtime.runs.attempt import CollectionInterrupted, Item, ItemRun, ResetRefused, items_of, refusal, resettable, run_attempt
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories.store import TrajectoryStore
 
@@ -123,6 +123,7 @@ def collect(
     workers: int,
     repeat: int = 1,
     first_seed: int = 0,
+    distinct: bool = False,
     collection: str | None = None,
     max_attempts: int = 3,
     lease_timeout: float = 120.0,
@@ -136,7 +137,8 @@ def collect(
     simulator: LlmSimulator | None = None,
 ) -> tuple[str, Progress]:
     """Run every task ``repeat`` times on ``workers`` leased devices; returns (collection id, counts).
-    Repeat k of a template with random parameters runs its instance of seed ``first_seed + k``.
+    Repeat k of a template with random parameters runs its instance of seed ``first_seed + k``;
+    with ``distinct`` a task without random parameters runs once (:func:`~.attempt.items_of`).
 
     Nobody is at a terminal in a collection: sensitive actions run only where ``policy`` allows
     them (deny by default). ``max_steps`` overrides each task's step limit. Phones other than
@@ -150,7 +152,7 @@ def collect(
     check_reset(pool, disposable, allow_reset)
     collection = collection or new_id("coll_")
     done = store.completed_items(collection)
-    items = [Item(t, r) for r in range(repeat) for t in tasks]
+    items = items_of(tasks, repeat, distinct)
     progress = Progress(total=len(items))
     work: queue.Queue[tuple[Item, int]] = queue.Queue()
     for item in items:

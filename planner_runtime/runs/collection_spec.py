@@ -40,6 +40,8 @@ class CollectionSpec(BaseModel):
     tasks: tuple[str, ...] = ()  # the --task ids, sorted; empty: every task of the suite (and split)
     split: str | None = None
     repeat: int = 1
+    distinct: bool = False  # with repeat: a task without random parameters runs once
+    per_template: int | None = Field(default=None, ge=1)  # only the first N tasks of each template
     planner: str
     model: str | None = None
     script: str | None = None  # --planner scripted: the scripts file, absolute
@@ -82,7 +84,7 @@ class CollectionSpec(BaseModel):
         return self.model_copy(update=grown)
 
 
-_FLAGS = {"tasks": "task", "max_steps": "max-steps", "first_seed": "first-seed"}
+_FLAGS = {"tasks": "task", "max_steps": "max-steps", "first_seed": "first-seed", "per_template": "per-template"}
 
 
 def _absolute(path: Path | None) -> str | None:

@@ -159,6 +159,42 @@ def test_collect_keeps_a_failing_demo_out_of_training_data_and_names_it(tmp_path
     assert exported == set(drawn)  # the failed demo is no training data
 
 
+VARIANTS = """\
+tasks:
+  - id: clock.ferry_alarm
+    goal: "Set my ferry alarm for {hour}:30"
+    params: {hour: 7}
+    variants: [{hour: 8}, {hour: 9}]
+    domain: clock
+    setup:
+      - content_delete: {uri: "content://com.android.deskclock/alarms"}
+    checks:
+      - name: the alarm exists
+        content: {uri: "content://com.android.deskclock/alarms", where: "hour={hour} AND minutes=30"}
+    demo:
+      - {name: set_alarm, arguments: {hour: "{hour}", minutes: 30}}
+      - {name: finish, arguments: {answer: "Alarm set"}}
+"""
+
+
+def test_collect_draws_one_task_per_template_and_seeds_only_the_random_ones(tmp_path, suite):
+    both = tmp_path / "both.yaml"
+    both.write_text(VARIANTS + "\n".join(suite.read_text().splitlines()[1:]) + "\n")
+    store = tmp_path / "t.sqlite"
+    res = cli("collect", "--planner", "demo", "--suite", str(both), "--per-template", "1", "-k", "3", "--distinct",
+              "-n", "2", "--store", str(store), "--state-dir", str(tmp_path / "pool"), "--json")
+    assert res.returncode == 0, res.stderr
+    with sqlite3.connect(store) as db:
+        drawn = sorted(r[0] for r in db.execute("SELECT task_id FROM trajectories"))
+    # the first task of each template; only the random one is repeated, each repeat a fresh seed
+    assert drawn == ["clock.ferry_alarm", "clock.random_alarm", "clock.random_alarm@1", "clock.random_alarm@2",
+                     "clock.wrong_demo"]
+    plain = cli("collect", "--planner", "demo", "--suite", str(both), "-k", "2", "-n", "2", "--store", str(tmp_path / "u.sqlite"),
+                "--state-dir", str(tmp_path / "pool"), "--json")
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["succeeded"] + json.loads(plain.stdout)["failed"] == 2 * 5  # 3 variants + 2 tasks, twice
+
+
 def test_tasks_demos_names_each_failing_demo_and_exits_1(tmp_path, suite):
     res = cli("tasks", "demos", "--suite", str(suite), "--seeds", "2", "-n", "2", "--json")
     assert res.returncode == 1, res.stderr

@@ -29,7 +29,7 @@ from planner_runtime.contract import Trajectory, new_id
 from planner_runtime.errors import PlannerRuntimeError
 from planner_runtime.harness.safety import Policy
 from planner_runtime.harness.tools.simulated.llm import LlmSimulator
-from planner_runtime.runs.attempt import Item, ItemRun
+from planner_runtime.runs.attempt import Item, ItemRun, items_of
 from planner_runtime.runs.collect import CollectionStopped, PhonesNotReady, Progress
 from planner_runtime.runs.distributed.cluster import import_ray, live_nodes, placement
 from planner_runtime.runs.distributed.host import Finished, HostPlan, HostWorker, PlannersOnHost, built_on_the_host
@@ -71,6 +71,7 @@ def collect_on_ray(
     planners: PlannersOnHost,
     repeat: int = 1,
     first_seed: int = 0,
+    distinct: bool = False,
     collection: str | None = None,
     max_attempts: int = 3,
     lease_timeout: float = 120.0,
@@ -92,7 +93,7 @@ def collect_on_ray(
     warn = on_warning or (lambda line: log.warning("%s", line))
     collection = collection or new_id("coll_")
     done = store.completed_items(collection)
-    items = [Item(t, r) for r in range(repeat) for t in tasks]
+    items = items_of(tasks, repeat, distinct)
     progress = Progress(total=len(items), skipped=sum(item.key in done for item in items))
     queue = collections.deque((item, 1) for item in items if item.key not in done)
     if not queue:
