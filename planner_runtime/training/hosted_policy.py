@@ -71,7 +71,6 @@ class PolicyOnHosts:
 
     def _model(self, state: dict[str, Any]) -> tuple[Any, Any, str]:
         """The base model from ``model_path`` with the adapter on and ``state`` loaded, frozen."""
-        import inspect
 
         import torch
         from transformers import AutoTokenizer
@@ -96,6 +95,4 @@ class PolicyOnHosts:
                                     f"{len(names)} {kind}, such as {names[0]}")
         model.eval()
         model.requires_grad_(False)
-        inner = _inner(model)
-        cache_kwarg = "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
-        return model, tokenizer, cache_kwarg
+        return model, tokenizer, model_store.cache_kwarg(_inner(model))

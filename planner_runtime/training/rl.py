@@ -303,15 +303,13 @@ def _farm_rollouts(options: RlOptions, name: str, model: Any, tokenizer: Any, mo
     """Each step's rollouts: a planner over the current weights, sampled, one collection a step
     (on ``pool``, or with ``hosted`` on the device hosts of a Ray cluster, the weights published
     to them once a step)."""
-    import inspect
 
     from planner_runtime.planners.local.model import LoadedModel
     from planner_runtime.planners.local.planner import LocalPlanner
     from planner_runtime.planners.sampled import EpisodeSeeds, SampledPlanner
     from planner_runtime.runs.collect import shared
 
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    cache_kwarg = "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
+    cache_kwarg = model_store.cache_kwarg(model)
 
     def rollout(instances: list[TaskSpec], step: int) -> RolloutResult:
         loaded = LoadedModel(model, tokenizer, model_path, cache_kwarg, False, rendering)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner_runtime.planners.local import model_store
+
 IM_END = "<|im_end|>"
 
 
@@ -121,15 +123,7 @@ def _forward_after(model: Any, forward: dict[str, Any], cut: int, keep: Any) -> 
     with torch.no_grad():
         head_out = model(**head, use_cache=True)
     cache = head_out["cache"] if "cache" in head_out else head_out.past_key_values
-    return model(**tail, **{_cache_kwarg(model): cache}, use_cache=False, logits_to_keep=keep - cut)
-
-
-def _cache_kwarg(model: Any) -> str:
-    """The name the causal LM under ``model`` takes its cache by (``cache`` from transformers 5.25)."""
-    import inspect
-
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "cache" if "cache" in inspect.signature(type(inner).forward).parameters else "past_key_values"
+    return model(**tail, **{model_store.cache_kwarg(model): cache}, use_cache=False, logits_to_keep=keep - cut)
 
 
 def _takes_logits_to_keep(model: Any) -> bool:

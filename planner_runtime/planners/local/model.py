@@ -11,7 +11,6 @@ prompt KV (:mod:`attention`); where that installs, the model can decode in batch
 from __future__ import annotations
 
 import hashlib
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from planner_runtime.planners.renderings import DEFAULT, RENDERING_FILE, RENDERI
 from planner_runtime.planners.local.model_store import (
     EMBEDDED_ALIASES,
     EMBEDDED_NAME,
+    cache_kwarg,
     dtype_variant,
     embedded_model_dir,
     is_model_dir,
@@ -115,8 +115,7 @@ def load_model(spec: str | Path | None, *, device: str, dtype: "Any | str | None
     model.eval()
     model.requires_grad_(False)
     batchable = install(model)  # grouped-query SDPA without copying the cache
-    cache_kwarg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    return LoadedModel(model, tokenizer, path, cache_kwarg, batchable, rendering_of_dir(path))
+    return LoadedModel(model, tokenizer, path, cache_kwarg(model), batchable, rendering_of_dir(path))
 
 
 def rendering_of_dir(path: Path) -> str:

@@ -111,6 +111,15 @@ def load_causal_lm(path: str | os.PathLike[str], **kwargs: object) -> Any:
     return AutoModelForCausalLM.from_pretrained(path, use_kernels=False, **kwargs)
 
 
+def cache_kwarg(model: Any) -> str:
+    """The name the causal LM under ``model`` (a peft wrapper's base, else itself) takes its KV
+    cache by: ``cache`` from transformers 5.25, ``past_key_values`` before."""
+    import inspect
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
+
+
 def stored_dtype(path: Path) -> str | None:
     """The dtype a model directory's config says its weights are stored in, if it says."""
     try:
