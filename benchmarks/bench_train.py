@@ -5,7 +5,8 @@ Plays the demos of a few built-in tasks on the virtual phone, builds the SFT seq
 times real optimizer steps of TRL's ``SFTTrainer`` on the embedded model, alternating the
 configurations in one run:
 
-- LoRA, frozen base in bfloat16 (what ``train sft`` picks on a CPU with native bfloat16), compact tools;
+- LoRA, frozen base in bfloat16 (what ``train sft`` picks on a CPU with native bfloat16; float32
+  on one without, and then every configuration below is float32), compact tools;
 - the same with TRL's own loss (its fused LM head over every position) instead of ``train sft``'s,
   which runs the head only where a token trains;
 - LoRA, frozen base in float32, compact tools;
@@ -17,7 +18,12 @@ frozen weights take no gradient), so ``tokens/s x 4 x params / GEMM FLOP/s`` is 
 the floor reached (a frozen system turn needs only its forward pass, 2 FLOPs a weight, so that
 configuration can pass 100% of this floor).
 
-    python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N] [--quick]
+``--activation-tokens N`` adds the last configuration again with that bound on kept activations
+(``train sft --activation-tokens``: just enough layers recompute theirs), for its cost in time and
+what it saves in peak RSS; ``--longest`` takes the train templates whose demos make the longest
+sequences (up to 4,096 tokens, 2,500 of them after the system turn) and only the frozen system turn.
+
+    python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N] [--quick | --longest] [--activation-tokens N]
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ def gemm_flops(torch, dtype, n: int = 2048, repeat: int = 5) -> float:  # noqa: 
     return 2 * n**3 / statistics.median(times)
 
 
-def trajectories(store_path: Path, tasks: int):  # noqa: ANN201
+def trajectories(store_path: Path, tasks: int, longest: bool = False, tokenizer=None):  # noqa: ANN001, ANN201
+    """The demo trajectories of the first ``tasks`` train tasks; with ``longest``, of the
+    ``tasks`` train templates whose demo makes the longest sequence (one task a template)."""
     from device_farm.pool.pool import DevicePool
     from device_farm.virtual.source import VirtualSource
     from planner_runtime.planners.demo import DemoPlanner
@@ -51,16 +59,27 @@ def trajectories(store_path: Path, tasks: int):  # noqa: ANN201
     from planner_runtime.trajectories.store import TrajectoryStore
     from planner_runtime.training import data
 
-    chosen = [t for t in builtin_suite().tasks if t.split_name == "train" and t.demo][:tasks]
+    train = [t for t in builtin_suite().tasks if t.split_name == "train" and t.demo]
+    if longest:
+        firsts: dict[str, object] = {}
+        for t in train:
+            firsts.setdefault(t.template, t)
+        chosen = list(firsts.values())
+    else:
+        chosen = train[:tasks]
     store = TrajectoryStore(store_path, create=True).open()
     with DevicePool([VirtualSource(2)], state_dir=store_path.parent / "pool") as pool:
         collect(chosen, pool=pool, store=store, planner_for=lambda t: DemoPlanner(t.rendered_demo()), workers=2,
                 policy=DEMO_POLICY)  # a demo may pay and buy on the sandbox phone, as `collect --planner demo` lets it
-    return store, data.select(store, data.Selection(split="all"))
+    played = data.select(store, data.Selection(split="all"))
+    if longest:
+        lengths = [len(s.input_ids) for s in data.build(played, tokenizer, rendering="compact").sequences]
+        played = [t for _, t in sorted(zip(lengths, played), key=lambda pair: -pair[0])[:tasks]]
+    return store, played
 
 
 def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True, frozen_system: bool = False,  # noqa: ANN001
-               threads: int = 2) -> tuple[float, int, float]:
+               threads: int = 2, activation_tokens: int | None = None) -> tuple[float, int, float]:
     """Seconds per optimizer step (median after one warm-up), tokens per step, and the peak RSS
     (MiB) of the process; call it in a process of its own (:func:`isolated`)."""
     import torch
@@ -81,7 +100,8 @@ def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True, fr
     base = ensure_embedded_model()
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = load_causal_lm(base, dtype=dtype)
-    options = sft.SftOptions(max_steps=steps + 1, lora_rank=8, lora_alpha=16, save_steps=10_000, frozen_system=frozen_system)
+    options = sft.SftOptions(max_steps=steps + 1, lora_rank=8, lora_alpha=16, save_steps=10_000, frozen_system=frozen_system,
+                               activation_tokens=activation_tokens)
     clock = Clock()
     trainer = sft._trainer(model, tokenizer, rows, options, work, {"use_cpu": True, "bf16": False}, False, [clock],
                            kept_logits=kept_logits)
@@ -109,11 +129,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="only the default and the frozen system turn, side by side")
+    parser.add_argument("--longest", action="store_true",
+                        help="the demos of the --tasks train templates with the longest sequences, and only the frozen system turn")
+    parser.add_argument("--activation-tokens", type=int, default=None,
+                        help="also the last configuration with this bound on kept activations, side by side")
     args = parser.parse_args()
 
     import torch
     from transformers import AutoTokenizer
 
+    from planner_runtime.planners.local.model import native_bfloat16
     from planner_runtime.planners.local.model_store import ensure_embedded_model
     from planner_runtime.planners.local.threads import intra_op_threads, use_threads
     from planner_runtime.training import data
@@ -121,24 +146,35 @@ def main() -> None:
     threads = use_threads(torch, args.threads or intra_op_threads())
     tokenizer = AutoTokenizer.from_pretrained(ensure_embedded_model())
     with tempfile.TemporaryDirectory() as tmp:
-        store, chosen = trajectories(Path(tmp) / "demos.sqlite", args.tasks)
+        store, chosen = trajectories(Path(tmp) / "demos.sqlite", args.tasks, args.longest, tokenizer)
         params = 134_515_008  # SmolLM2-135M, embeddings tied
         print(f"{threads} threads; {len(chosen)} demo trajectories; {params / 1e6:.0f}M parameters")
-        floors = {d: gemm_flops(torch, d) for d in (torch.bfloat16, torch.float32)}
-        for d, f in floors.items():
-            print(f"GEMM floor {str(d).removeprefix('torch.')}: {f / 1e9:.0f} GFLOP/s")
-        configs = [("LoRA, bf16 base, compact tools", torch.bfloat16, "compact", True, False),
-                   ("LoRA, bf16 base, compact tools, frozen system turn", torch.bfloat16, "compact", True, True),
-                   ("LoRA, bf16 base, compact tools, TRL's loss", torch.bfloat16, "compact", False, False),
-                   ("LoRA, fp32 base, compact tools", torch.float32, "compact", True, False),
-                   ("LoRA, bf16 base, json tools", torch.bfloat16, "json", True, False)]
+        # the dtype `train sft` picks for a LoRA's frozen base: bfloat16 where the CPU computes it
+        # natively, else float32 (emulated bfloat16 GEMMs are tens of times slower: not worth timing)
+        native = native_bfloat16(torch)
+        base, base_name = (torch.bfloat16, "bf16") if native else (torch.float32, "fp32")
+        bound = args.activation_tokens
+        configs = [(f"LoRA, {base_name} base, compact tools", base, "compact", True, False, None),
+                   (f"LoRA, {base_name} base, compact tools, frozen system turn", base, "compact", True, True, None),
+                   (f"LoRA, {base_name} base, compact tools, TRL's loss", base, "compact", False, False, None),
+                   ("LoRA, fp32 base, compact tools", torch.float32, "compact", True, False, None),
+                   (f"LoRA, {base_name} base, json tools", base, "json", True, False, None)]
+        if not native:
+            del configs[3]  # the same as the first
         if args.quick:
             configs = configs[:2]
-        for label, dtype, rendering, kept, frozen in configs:
+        if args.longest:
+            configs = [configs[1]]
+        if bound:
+            configs.append((f"{configs[-1][0]}, --activation-tokens {bound}", *configs[-1][1:5], bound))
+        floors = {d: gemm_flops(torch, d) for d in {c[1] for c in configs}}
+        for d, f in floors.items():
+            print(f"GEMM floor {str(d).removeprefix('torch.')}: {f / 1e9:.0f} GFLOP/s")
+        for label, dtype, rendering, kept, frozen, activation_tokens in configs:
             rows = data.build(chosen, tokenizer, rendering=rendering)
-            work = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("'", "")
+            work = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("'", "").replace("-", "")
             per_step, tokens, rss = isolated(time_steps, rows, dtype, args.steps, work, kept_logits=kept,
-                                             frozen_system=frozen, threads=threads)
+                                             frozen_system=frozen, threads=threads, activation_tokens=activation_tokens)
             rate = tokens / per_step
             print(f"{label}: {per_step:.2f} s/step, {tokens} tokens/step, {rate:.0f} tokens/s, "
                   f"{rate * 4 * params / floors[dtype]:.0%} of the {str(dtype).removeprefix('torch.')} GEMM floor, "

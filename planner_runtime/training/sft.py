@@ -57,6 +57,10 @@ class SftOptions:
     # the system turn (instructions, skills, tools: most of each sequence) runs without gradient
     # (training/sft_loss.py): the same loss, 1.25-1.4x the speed and 3/4 of the memory on 2 cores
     frozen_system: bool = False
+    # at most about this many tokens a step keep their activations for the backward pass; a longer
+    # batch recomputes just enough layers' (training/sft_loss.py): the same gradient, bounded
+    # memory. None: no bound (`train sft` bounds at 512 unless told otherwise)
+    activation_tokens: int | None = None
     threads: int | None = None  # CPU threads; None: PLANNER_AGENT_THREADS, else every core this process may use
 
     @property
@@ -67,6 +71,7 @@ class SftOptions:
         out = asdict(self)
         out["lr"] = self.learning_rate
         out.pop("threads")  # where it ran, not what was trained
+        out.pop("activation_tokens")  # how memory was spent: the gradient is the same
         return out
 
 
@@ -180,7 +185,9 @@ def _trainer(model: Any, tokenizer: Any, dataset: sft_data.SftData, options: Sft
         gradient_checkpointing=False, dataloader_num_workers=0, **placement,
     )
     rows = Dataset.from_list(dataset.rows(options.max_length))
-    trainer_class = sft_loss.kept_logits_trainer(SFTTrainer, frozen_system=options.frozen_system) if kept_logits else SFTTrainer
+    trainer_class = (sft_loss.kept_logits_trainer(SFTTrainer, frozen_system=options.frozen_system,
+                                                 activation_tokens=options.activation_tokens)
+                     if kept_logits else SFTTrainer)
     return trainer_class(model=model, args=args, train_dataset=rows, processing_class=tokenizer,
                          peft_config=peft_config, callbacks=list(callbacks))
 

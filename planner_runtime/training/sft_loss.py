@@ -14,15 +14,35 @@ A trajectory's sequence is mostly prompt and its loss covers the accepted assist
   backward pass. The forward pass, and so the loss, is the same (the adapter is active in both
   parts, as when the planner runs); the gradient leaves out the path through the system turn's
   keys and values. On 2 cores, 12 demo sequences of 1,838 tokens (``benchmarks/bench_train.py
-  --quick``, side by side): 5.4–6.0 s a step against 7.5, peak RSS 3.6 GB against 4.9 GB. A long
-  conversation after the system turn still holds its activations (a 336-demo run peaked at 6.9 GB).
+  --quick``, side by side, bfloat16 base): 5.4–6.0 s a step against 7.5, peak RSS 3.6 GB against
+  4.9 GB; on a CPU without native bfloat16 (float32 base) 7.23 s against 11.83, 3.8 GB against
+  5.3 GB. A long conversation after the system turn still holds its activations (a 336-demo run
+  peaked at 6.9 GB) unless ``activation_tokens`` bounds them.
+- **Long conversations.** With ``activation_tokens`` a step keeps the activations of at most
+  about that many tokens for the backward pass (about 2.4 MB a token in float32 over the 30
+  layers: the MLP's intermediates, the keys and values repeated for grouped-query attention, and
+  SDPA's float copy of the mask, per layer). When the trained-through part of a batch is longer,
+  just enough decoder layers (:func:`recomputed_layers`) are checkpointed: they store only their
+  input and run again in the backward pass. The loss and gradient are the same. The frozen
+  system turn's cache is made read-only for this (:func:`_read_only`): a layer that runs twice
+  must not append its keys and values twice; transformers' own gradient checkpointing drops a
+  passed cache, so the layers are wrapped here, for the step only. ``bench_train --longest
+  --activation-tokens 512`` (the 8 longest demos, 4,147 tokens a step, float32 on 2 cores):
+  peak RSS 3,519 MiB against 5,396, 26.3 s a step against 23.5; on 12 ordinary demos
+  (``--quick``) 3,060 MiB against 3,804, 7.54 s against 7.23.
+
+The frozen system turn's own forward pass asks for one position's logits: the others (its ~2,000
+positions times the 49,152-word vocabulary, 0.5 GB in float32) are never used.
 
 Entropy and top-1 accuracy are logged from the same logits, under TRL's names.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import functools
+import math
+from typing import Any, Iterator
 
 from planner_runtime.planners.local import model_store
 
@@ -40,8 +60,18 @@ def system_end(input_ids: Any, im_end_id: int | None) -> int:
     return int(hits.int().argmax(dim=1).min()) + 1
 
 
-def kept_logits_trainer(base: type, *, frozen_system: bool = False) -> type:
-    """``base`` (TRL's ``SFTTrainer``) with this module's loss."""
+def recomputed_layers(layers: int, tokens: int, activation_tokens: int | None) -> int:
+    """How many of ``layers`` decoder layers recompute their activations so that a batch of
+    ``tokens`` trained-through tokens keeps about ``activation_tokens`` tokens' worth (None: all
+    keep theirs). A recomputed layer holds only its input, a small fraction of a kept one's."""
+    if not activation_tokens or tokens <= activation_tokens:
+        return 0
+    return min(layers, math.ceil(layers * (1 - activation_tokens / tokens)))
+
+
+def kept_logits_trainer(base: type, *, frozen_system: bool = False, activation_tokens: int | None = None) -> type:
+    """``base`` (TRL's ``SFTTrainer``) with this module's loss; ``activation_tokens`` bounds the
+    tokens whose activations a step keeps (:func:`recomputed_layers`)."""
 
     class KeptLogitsSFTTrainer(base):  # type: ignore[misc, valid-type]
         def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
@@ -52,20 +82,27 @@ def kept_logits_trainer(base: type, *, frozen_system: bool = False) -> type:
             keep = (targets != -100).any(dim=0).nonzero().squeeze(1)  # positions whose next token trains, in any row
             forward = {k: v for k, v in inputs.items() if k not in ("labels", "completion_mask", "assistant_masks")}
             cut = self._system_cut(forward["input_ids"], keep) if frozen_system else 0
-            if cut:
-                outputs = _forward_after(model, forward, cut, keep)
-                logits = outputs.logits.float()
-            elif _takes_logits_to_keep(model):
-                outputs = model(**forward, use_cache=False, logits_to_keep=keep)
-                logits = outputs.logits.float()  # (batch, kept, vocab)
-            else:  # a causal LM without the argument: whole logits, then the same positions
-                outputs = model(**forward, use_cache=False)
-                logits = outputs.logits[:, keep].float()
+            rows, length = forward["input_ids"].shape
+            layers = decoder_layers(model)
+            count = recomputed_layers(len(layers), rows * (length - cut), activation_tokens) if layers is not None else 0
+            if count and cut and not _can_read_only(model):  # its layers cannot run twice over a cache
+                cut = 0
+                count = recomputed_layers(len(layers), rows * length, activation_tokens)
+            with _recomputing(layers, count):
+                if cut:
+                    outputs = _forward_after(model, forward, cut, keep, read_only=count > 0)
+                    logits = outputs.logits.float()
+                elif _takes_logits_to_keep(model):
+                    outputs = model(**forward, use_cache=False, logits_to_keep=keep)
+                    logits = outputs.logits.float()  # (batch, kept, vocab)
+                else:  # a causal LM without the argument: whole logits, then the same positions
+                    outputs = model(**forward, use_cache=False)
+                    logits = outputs.logits[:, keep].float()
             chosen = targets[:, keep]
             valid = chosen != -100
-            count = valid.sum() if num_items_in_batch is None else num_items_in_batch
+            items = valid.sum() if num_items_in_batch is None else num_items_in_batch
             nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), chosen, ignore_index=-100, reduction="sum")
-            loss = nll / torch.as_tensor(count, device=nll.device).clamp(min=1)
+            loss = nll / torch.as_tensor(items, device=nll.device).clamp(min=1)
             if self.args.average_tokens_across_devices and num_items_in_batch is not None:
                 loss = loss * self.accelerator.num_processes
             self._log_token_metrics(inputs, logits.detach(), chosen, valid)
@@ -106,9 +143,10 @@ def kept_logits_trainer(base: type, *, frozen_system: bool = False) -> type:
     return KeptLogitsSFTTrainer
 
 
-def _forward_after(model: Any, forward: dict[str, Any], cut: int, keep: Any) -> Any:
+def _forward_after(model: Any, forward: dict[str, Any], cut: int, keep: Any, *, read_only: bool = False) -> Any:
     """The model over the whole batch, positions before ``cut`` without gradient: they run first
-    as a cache, the rest attends to it; logits at ``keep`` (all at or after ``cut``)."""
+    as a cache, the rest attends to it; logits at ``keep`` (all at or after ``cut``). With
+    ``read_only`` the cache keeps only the first part, so a layer may run again (recomputed)."""
     import torch
 
     length = forward["input_ids"].shape[1]
@@ -120,9 +158,11 @@ def _forward_after(model: Any, forward: dict[str, Any], cut: int, keep: Any) -> 
             head[key] = tail[key] = value
     if "attention_mask" in forward:
         head["attention_mask"] = forward["attention_mask"][:, :cut]
-    with torch.no_grad():
-        head_out = model(**head, use_cache=True)
+    with torch.no_grad():  # its logits are not wanted: one position's, not ~2,000 x the vocabulary
+        head_out = model(**head, use_cache=True, logits_to_keep=1)
     cache = head_out["cache"] if "cache" in head_out else head_out.past_key_values
+    if read_only:
+        _read_only(cache)
     return model(**tail, **{model_store.cache_kwarg(model): cache}, use_cache=False, logits_to_keep=keep - cut)
 
 
@@ -133,3 +173,57 @@ def _takes_logits_to_keep(model: Any) -> bool:
 
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     return "logits_to_keep" in inspect.signature(type(inner).forward).parameters
+
+
+def decoder_layers(model: Any) -> Any:
+    """The decoder layers (a ``ModuleList``) of the causal LM under ``model``, or None when it
+    does not keep them where Llama, Qwen2 and most current models do (``model.model.layers``)."""
+    import torch
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    layers = getattr(getattr(inner, "model", None), "layers", None)
+    return layers if isinstance(layers, torch.nn.ModuleList) and len(layers) else None
+
+
+@contextlib.contextmanager
+def _recomputing(layers: Any, count: int) -> Iterator[None]:
+    """While inside, the first ``count`` of ``layers`` run under activation checkpointing: they
+    keep their inputs, and the backward pass runs them again (``torch.utils.checkpoint``, the
+    non-reentrant kind, which passes keyword arguments and a cache through)."""
+    if not count:
+        yield
+        return
+    from torch.utils.checkpoint import checkpoint
+
+    wrapped = list(layers)[:count]
+    for layer in wrapped:
+        layer.forward = functools.partial(checkpoint, layer.forward, use_reentrant=False)
+    try:
+        yield
+    finally:
+        for layer in wrapped:
+            del layer.forward  # the instance attribute: the class's forward again
+
+
+def _can_read_only(model: Any) -> bool:
+    """Whether the caches this model makes are ones :func:`_read_only` handles (full attention
+    in every layer: transformers' ``DynamicLayer``)."""
+    config = getattr(model, "config", None)
+    return not getattr(config, "sliding_window", None) or not getattr(config, "use_sliding_window", True)
+
+
+def _read_only(cache: Any) -> None:
+    """Make every layer of a filled ``DynamicCache`` return its keys and values followed by the
+    new ones without storing the new ones: a recomputed layer then sees the same states twice."""
+    import torch
+
+    for layer in cache.layers:
+        if type(layer).__name__ != "DynamicLayer":
+            raise TypeError(f"cannot make a {type(layer).__name__} cache read-only")
+        keys, values = layer.keys, layer.values
+
+        def update(key_states: Any, value_states: Any, *args: Any, _keys: Any = keys, _values: Any = values,
+                   **kwargs: Any) -> tuple[Any, Any]:
+            return torch.cat([_keys, key_states], dim=-2), torch.cat([_values, value_states], dim=-2)
+
+        layer.update = update

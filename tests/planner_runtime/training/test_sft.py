@@ -105,6 +105,55 @@ def test_a_frozen_system_turn_gives_the_same_loss_and_trains_only_through_the_co
     assert any((frozen_grads[n] - g).norm() > 1e-3 * g.norm() for n, g in full_grads.items())
 
 
+@pytest.mark.parametrize("frozen", [False, True], ids=["full-gradient", "frozen-system"])
+def test_a_bound_on_kept_activations_recomputes_layers_for_the_same_loss_and_gradient(
+        frozen, episodes, store, tokenizer, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    built = data.build(data.select(store, data.Selection()), tokenizer)
+    (seq,) = built.sequences
+
+    def step(activation_tokens):  # noqa: ANN001, ANN202
+        options = sft.SftOptions(max_steps=1, **{**TINY, "max_length": 4096}, frozen_system=frozen,
+                                 activation_tokens=activation_tokens)
+        model = AutoModelForCausalLM.from_pretrained(ensure_embedded_model(), dtype=torch.float32)
+        trainer = sft._trainer(model, tokenizer, built, options, tmp_path / f"work-{activation_tokens}",
+                               {"use_cpu": True, "bf16": False}, progress=False)
+        for name, param in trainer.model.named_parameters():  # LoRA B starts at zero: give A a gradient too
+            if "lora_B" in name:
+                torch.nn.init.normal_(param, std=0.02)
+        batch = trainer.data_collator([trainer.train_dataset[0]])
+        layers = trainer.model.get_base_model().model.layers
+        runs = {0: 0, len(layers) - 1: 0}  # mlp calls: a pre-hook, as a recompute stops once it has what backward needs
+        hooks = [layers[i].mlp.register_forward_pre_hook(lambda m, a, i=i: runs.__setitem__(i, runs[i] + 1)) for i in runs]
+        loss = trainer.compute_loss(trainer.model, dict(batch))
+        loss.backward()
+        for hook in hooks:
+            hook.remove()
+        assert "forward" not in vars(layers[0])  # the layers are themselves again after the step
+        return loss.item(), runs, {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+
+    kept_loss, kept_runs, kept_grads = step(None)
+    # a bound of a tenth of the sequence: 90% of the 30 layers recompute, the last ones keep theirs
+    bound_loss, bound_runs, bound_grads = step(len(seq.input_ids) // 10)
+    passes = 2 if frozen else 1  # the frozen system turn runs as its own pass first
+    assert kept_runs == {0: passes, 29: passes}
+    assert bound_runs == {0: passes + 1, 29: passes}  # layer 0 ran again in the backward pass
+    assert bound_loss == pytest.approx(kept_loss, rel=1e-5)
+    for name, grad in kept_grads.items():
+        assert torch.allclose(bound_grads[name], grad, rtol=1e-3, atol=1e-6 * grad.abs().max()), name
+    assert all(g.norm() > 0 for g in bound_grads.values())
+
+
+def test_just_enough_layers_recompute_to_keep_the_bound():
+    from planner_runtime.training.sft_loss import recomputed_layers
+
+    assert recomputed_layers(30, 900, 1024) == 0 and recomputed_layers(30, 5000, None) == 0
+    assert recomputed_layers(30, 2048, 1024) == 15  # half the layers keep their activations
+    assert recomputed_layers(30, 3000, 1024) == 20  # ceil(30 * (1 - 1024/3000)) = 19.76 -> 20
+    assert recomputed_layers(30, 10**6, 1) == 30
+
+
 def test_the_system_cut_is_the_shortest_system_turn_of_a_batch_and_nothing_without_one():
     from planner_runtime.training.sft_loss import system_end
 
