@@ -244,7 +244,9 @@ def collect(
 
 def _mark_interrupted(store: TrajectoryStore, ids: list[str]) -> list[str]:
     """Store the running ones of ``ids`` as interrupted now, with the tokens of their stored
-    steps; an episode that still ends on its own writes its end over this."""
+    steps; an episode that still ends on its own writes its end over this. Returns the ids
+    stored as interrupted, those whose episode got there first included (a turn that ended
+    just as the stop was set refuses the next one and ends its episode itself)."""
     marked = []
     for trajectory_id in ids:
         try:
@@ -254,6 +256,8 @@ def _mark_interrupted(store: TrajectoryStore, ids: list[str]) -> list[str]:
         if traj.status is TrajectoryStatus.running:
             store.end(trajectory_id, TrajectoryStatus.interrupted, answer=None,
                       usage=sum((step.usage for step in traj.steps), Usage()))
+            marked.append(trajectory_id)
+        elif traj.status is TrajectoryStatus.interrupted:
             marked.append(trajectory_id)
     return marked
 

@@ -217,6 +217,27 @@ def test_ctrl_c_stores_running_episodes_as_interrupted_at_once_and_exits_cleanly
     assert _statuses(tmp_path) == ["interrupted", "interrupted"]  # the episodes ended there, not as infra faults
 
 
+def test_an_interrupt_counts_the_episodes_that_ended_themselves_as_interrupted_as_it_stores_the_running_ones(tmp_path):
+    from planner_runtime.contract import DeviceRef, Source, Trajectory, TrajectoryStatus, Usage
+    from planner_runtime.runs.collect import _mark_interrupted
+    from planner_runtime.trajectories.store import TrajectoryStore
+
+    def episode(store, status):  # noqa: ANN001, ANN202
+        traj = Trajectory(goal="g", task_id="t", source=Source.sandbox, device=DeviceRef(serial="emulator-5554"), planner="scripted")
+        store.begin(traj)
+        if status is not TrajectoryStatus.running:
+            store.end(traj.id, status, answer=None, usage=Usage())
+        return traj.id
+
+    with TrajectoryStore(tmp_path / "t.sqlite") as store:
+        running, ended_itself, finished = (episode(store, s) for s in
+                                           (TrajectoryStatus.running, TrajectoryStatus.interrupted, TrajectoryStatus.finished))
+        # the stop came as the second episode's turn ended: it refused the next turn and stored itself first
+        assert _mark_interrupted(store, [running, ended_itself, finished, "traj_not_begun"]) == [running, ended_itself]
+        assert [store.get(i).status for i in (running, ended_itself, finished)] == [
+            TrajectoryStatus.interrupted, TrajectoryStatus.interrupted, TrajectoryStatus.finished]
+
+
 def _judged(tmp_path) -> int:
     if not (tmp_path / "t.sqlite").exists():
         return 0
