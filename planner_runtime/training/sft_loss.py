@@ -171,8 +171,12 @@ def _takes_logits_to_keep(model: Any) -> bool:
     ``logits_to_keep`` argument (Llama, Qwen2 and most current models do)."""
     import inspect
 
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "logits_to_keep" in inspect.signature(type(inner).forward).parameters
+    return "logits_to_keep" in inspect.signature(type(_causal_lm(model)).forward).parameters
+
+
+def _causal_lm(model: Any) -> Any:
+    """The causal LM under ``model``: a peft wrapper's base, else the model itself."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
 def decoder_layers(model: Any) -> Any:
@@ -180,8 +184,7 @@ def decoder_layers(model: Any) -> Any:
     does not keep them where Llama, Qwen2 and most current models do (``model.model.layers``)."""
     import torch
 
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    layers = getattr(getattr(inner, "model", None), "layers", None)
+    layers = getattr(getattr(_causal_lm(model), "model", None), "layers", None)
     return layers if isinstance(layers, torch.nn.ModuleList) and len(layers) else None
 
 
@@ -195,14 +198,17 @@ def _recomputing(layers: Any, count: int) -> Iterator[None]:
         return
     from torch.utils.checkpoint import checkpoint
 
-    wrapped = list(layers)[:count]
-    for layer in wrapped:
+    wrapped = [(layer, vars(layer).get("forward")) for layer in list(layers)[:count]]  # a hook's own forward, if any
+    for layer, _ in wrapped:
         layer.forward = functools.partial(checkpoint, layer.forward, use_reentrant=False)
     try:
         yield
     finally:
-        for layer in wrapped:
-            del layer.forward  # the instance attribute: the class's forward again
+        for layer, before in wrapped:
+            if before is None:
+                del layer.forward  # the instance attribute: the class's forward again
+            else:
+                layer.forward = before  # e.g. accelerate's device hook, as it was
 
 
 def _can_read_only(model: Any) -> bool:

@@ -145,6 +145,17 @@ def test_a_bound_on_kept_activations_recomputes_layers_for_the_same_loss_and_gra
     assert all(g.norm() > 0 for g in bound_grads.values())
 
 
+def test_recomputing_layers_puts_back_a_forward_a_hook_had_set():
+    from planner_runtime.training.sft_loss import _recomputing
+
+    hooked, plain = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    hook = hooked.forward = lambda x: x * 0  # as accelerate's device hooks set an instance forward
+    with _recomputing(torch.nn.ModuleList([hooked, plain]), 2):
+        x = torch.ones(1, 2, requires_grad=True)
+        assert torch.equal(hooked(x), torch.zeros(1, 2)) and "forward" in vars(plain)
+    assert hooked.forward is hook and "forward" not in vars(plain)
+
+
 def test_just_enough_layers_recompute_to_keep_the_bound():
     from planner_runtime.training.sft_loss import recomputed_layers
 
