@@ -41,9 +41,25 @@ def _stem(word: str) -> str:
     return stemmer.stemWord(word)
 
 
+def words(text: str) -> list[str]:
+    """The stemmed content words of ``text``, in order."""
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
 def terms(text: str) -> set[str]:
     """The stemmed content words of ``text``."""
-    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS}
+    return set(words(text))
+
+
+def names_any(text: str, phrases: Sequence[str]) -> bool:
+    """Whether ``text`` holds one of ``phrases`` as a run of its content words ("text messages"
+    in "send it as a text message"; "address book" needs both words, side by side)."""
+    said = words(text)
+    for phrase in phrases:
+        wanted = words(phrase)
+        if wanted and any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
+            return True
+    return False
 
 
 def scores(docs: Sequence[str | Sequence[tuple[str, float]]], query: str) -> list[float]:

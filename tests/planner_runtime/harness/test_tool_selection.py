@@ -9,13 +9,14 @@ from device_farm.adb.device import AdbDevice
 from device_farm.virtual.apps import default_apps
 from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
 from planner_runtime.harness.apps import APPS, find_app
-from planner_runtime.harness.relevance import scores, terms
+from planner_runtime.harness.relevance import names_any, scores, terms
 from planner_runtime.harness.subagents import Delegate
-from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, toolset_for, usable
+from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, toolset_for, usable, with_skills
 from planner_runtime.harness.tools import ToolSet
 from planner_runtime.harness.tools.clock import SetAlarm
 from planner_runtime.harness.tools.memory import Recall, Remember
 from planner_runtime.harness.tools.screenshot import Screenshot
+from planner_runtime.harness.tools.simulated.tool import simulated_tools
 from planner_runtime.harness.tools.core import AskUser
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.planners.toolcalls import render_tools
@@ -61,6 +62,47 @@ def test_selection_is_stable_and_keeps_the_default_order():
     assert a == for_goal(default_toolset(), "Send Maria Garcia $20 on PayPal").names()
     order = default_toolset().names()
     assert a == sorted(a, key=order.index)
+
+
+def with_services() -> ToolSet:
+    return with_skills(default_toolset(), [], simulated_tools())  # as an episode with a world gets them
+
+
+def test_the_best_matching_apps_tools_come_first_and_general_tools_keep_their_places():
+    goal = "Find out when The Last Orbit is showing at Zoo Palast on December 4 and add it to my calendar"
+    tools = for_goal(with_services(), goal)
+    apps = [t.app for t in tools if t.app is not None]
+    assert apps == sorted(apps, key=["cinema", "Calendar"].index)  # cinema's tools, then Calendar's
+    in_catalogue_order = [t for t in with_services() if t.name in tools]
+    assert [(i, t.name) for i, t in enumerate(tools) if t.app is None] == [
+        (i, t.name) for i, t in enumerate(in_catalogue_order) if t.app is None
+    ]
+    assert tools.names()[-1] == "finish"
+
+
+def test_an_app_the_goal_names_is_offered_even_when_another_matches_far_better():
+    # the concert's service matches four rare words; "calendar" alone names the second app
+    assert relevant_apps(with_services(), "Find out when Lina Moss plays in Berlin and put the concert in my calendar") == ["tickets", "Calendar"]
+    sleep_note = relevant_apps(with_services(), "Get my sleep summary for last night and save it in a note titled 'Sleep'")
+    assert sleep_note[0] == "fitness" and "Keep Notes" in sleep_note
+    # "Text" names Messages; "running", "late" and "minutes" are only topics of the fitness, train and transit apps
+    late = relevant_apps(with_services(), "Text my partner that I'm running late")
+    assert "Messages" in late and not {"fitness", "transit"} & set(late)
+
+
+def test_quoted_text_is_what_to_write_not_what_to_use():
+    assert "grocery" in relevant_apps(with_services(), "Make a note titled Groceries")
+    assert "grocery" not in relevant_apps(with_services(), "Make a note titled 'Groceries'")
+    assert "trains" in relevant_apps(with_services(), "Text +15550123 saying Running 10 minutes late")
+    assert "trains" not in relevant_apps(with_services(), "Text +15550123 saying 'Running 10 minutes late'")
+    # a goal whose only app words are quoted still gets them
+    assert relevant_apps(with_services(), "'Weather'") == relevant_apps(with_services(), "Weather")
+
+
+def test_a_name_counts_only_as_the_whole_phrase():
+    assert names_any("send it as a text message", ["text messages"])
+    assert not names_any("book a table at the address", ["address book"])
+    assert not names_any("anything", ["", "the"])  # nothing left to match after stop words
 
 
 def test_keep_brings_tools_the_chosen_skills_use():
