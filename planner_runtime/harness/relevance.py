@@ -55,9 +55,10 @@ def names_any(text: str, phrases: Sequence[str]) -> bool:
     """Whether ``text`` holds one of ``phrases`` as a run of its content words ("text messages"
     in "send it as a text message"; "address book" needs both words, side by side)."""
     said = words(text)
+    present = set(said)
     for phrase in phrases:
         wanted = words(phrase)
-        if wanted and any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
+        if wanted and present.issuperset(wanted) and any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
             return True
     return False
 

@@ -30,9 +30,9 @@ from planner_runtime.harness.tools.simulated.tool import families, find_family, 
 
 MAX_APPS = 4  # app domains offered to one goal
 # An app is offered when it scores at least this share of the goal's best app (or the goal names it).
-# Measured over the built-in suite's demos (which apps each task needs): the share 0.6 with names
-# kept offers every needed app for 643 of 644 tasks (quoted text left out) with 297 apps not needed, where a third of the
-# best (with no names kept, topics weighed as names) offered them for 596 with 935 not needed.
+# Measured over the built-in suite's demos (which apps each task needs): the share 0.6, with named
+# apps kept and quoted text left out, offers every needed app for 643 of 644 tasks with 297 apps not
+# needed in all; a third of the best (no names kept, topics weighed as names) did for 596, with 935.
 KEEP_SHARE = 0.6
 NAME_WEIGHT, TOPIC_WEIGHT = 3.0, 2.0
 # The sub-agent tool's name. The tool itself (harness.subagents) runs episodes and chooses their
