@@ -51,14 +51,16 @@ def terms(text: str) -> set[str]:
     return set(words(text))
 
 
-def names_any(text: str, phrases: Sequence[str]) -> bool:
-    """Whether ``text`` holds one of ``phrases`` as a run of its content words ("text messages"
-    in "send it as a text message"; "address book" needs both words, side by side)."""
-    said = words(text)
+def names_any(said: Sequence[str], phrases: Sequence[str]) -> bool:
+    """Whether the words ``said`` (:func:`words` of a text, taken once by the caller) hold one of
+    ``phrases`` as a run ("text messages" in "send it as a text message"; "address book" needs both
+    words, side by side)."""
     present = set(said)
     for phrase in phrases:
         wanted = words(phrase)
-        if wanted and present.issuperset(wanted) and any(said[i : i + len(wanted)] == wanted for i in range(len(said) - len(wanted) + 1)):
+        if wanted and present.issuperset(wanted) and any(
+            list(said[i : i + len(wanted)]) == wanted for i in range(len(said) - len(wanted) + 1)
+        ):
             return True
     return False
 

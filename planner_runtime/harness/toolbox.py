@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from device_farm import Device
 from planner_runtime.harness.apps import APPS, find_app
-from planner_runtime.harness.relevance import names_any, scores
+from planner_runtime.harness.relevance import names_any, scores, words
 from planner_runtime.harness.safety import SafetyGate
 from planner_runtime.harness.skills import Skill, load_skills, select, skills_prompt
 from planner_runtime.harness.tools import Tool, ToolContext, ToolSet
@@ -103,12 +103,11 @@ def _app_entry(app: str, tools: list[Tool]) -> tuple[list[str], str]:
     return [n for n in (app.replace("_", " "), title, *entry.aliases) if n], entry.topics
 
 
-def _app_doc(app: str, tools: list[Tool]) -> list[tuple[str, float]]:
+def _app_doc(names: list[str], topics: str, tools: list[Tool]) -> list[tuple[str, float]]:
     """What an app is known by, weighted: its names and tool names most, the words of the goals it
     serves (topics) less, its tools' descriptions least. Topics weigh less than names because a
     goal's content ("running late", "minutes") meets many apps' topics while its verb ("Text")
     names the one app that does it."""
-    names, topics = _app_entry(app, tools)
     return [
         (" ".join([*names, *(t.name.replace("_", " ") for t in tools)]), NAME_WEIGHT),
         (topics, TOPIC_WEIGHT),
@@ -135,16 +134,19 @@ def relevant_apps(tools: ToolSet, goal: str, *, max_apps: int = MAX_APPS) -> lis
     for tool in tools:
         if tool.app is not None:
             by_app.setdefault(tool.app, []).append(tool)
-    apps = list(by_app)
-    docs = [_app_doc(a, by_app[a]) for a in apps]
-    said = _unquoted(goal)
-    ranked = sorted(zip(scores(docs, said), apps), key=lambda pair: -pair[0])
-    if not ranked or ranked[0][0] <= 0:  # only quoted words match: better them than nothing
-        said = goal
-        ranked = sorted(zip(scores(docs, said), apps), key=lambda pair: -pair[0])
-    if not ranked or ranked[0][0] <= 0:
+    if not by_app:
         return []
-    named = [app for score, app in ranked if score > 0 and names_any(said, _app_entry(app, by_app[app])[0])]
+    entries = {app: _app_entry(app, app_tools) for app, app_tools in by_app.items()}
+    docs = [_app_doc(*entries[app], by_app[app]) for app in by_app]
+    said = _unquoted(goal)
+    ranked = sorted(zip(scores(docs, said), by_app), key=lambda pair: -pair[0])
+    if ranked[0][0] <= 0:  # only quoted words match: better them than nothing
+        said = goal
+        ranked = sorted(zip(scores(docs, said), by_app), key=lambda pair: -pair[0])
+    if ranked[0][0] <= 0:
+        return []
+    said_words = words(said)
+    named = [app for score, app in ranked if score > 0 and names_any(said_words, entries[app][0])]
     close = [app for score, app in ranked if score >= ranked[0][0] * KEEP_SHARE and app not in named]
     kept = set((named + close)[:max_apps])
     return [app for _, app in ranked if app in kept]

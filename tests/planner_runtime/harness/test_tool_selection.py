@@ -9,7 +9,7 @@ from device_farm.adb.device import AdbDevice
 from device_farm.virtual.apps import default_apps
 from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
 from planner_runtime.harness.apps import APPS, find_app
-from planner_runtime.harness.relevance import names_any, scores, terms
+from planner_runtime.harness.relevance import names_any, scores, terms, words
 from planner_runtime.harness.subagents import Delegate
 from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, toolset_for, usable, with_skills
 from planner_runtime.harness.tools import ToolSet
@@ -100,9 +100,9 @@ def test_quoted_text_is_what_to_write_not_what_to_use():
 
 
 def test_a_name_counts_only_as_the_whole_phrase():
-    assert names_any("send it as a text message", ["text messages"])
-    assert not names_any("book a table at the address", ["address book"])
-    assert not names_any("anything", ["", "the"])  # nothing left to match after stop words
+    assert names_any(words("send it as a text message"), ["text messages"])
+    assert not names_any(words("book a table at the address"), ["address book"])
+    assert not names_any(words("anything"), ["", "the"])  # nothing left to match after stop words
 
 
 def test_keep_brings_tools_the_chosen_skills_use():
