@@ -33,7 +33,7 @@ from typing import Any
 
 from planner_runtime.contract import DataSource, Trajectory
 from planner_runtime.data.dataset import DATASET_FILE, MANIFEST_FILE, DatasetError, DatasetRow, dump_line, fingerprint
-from planner_runtime.data.recipe import DIMENSIONS, Recipe
+from planner_runtime.data.recipe import DIMENSIONS, Recipe, calls_bucket
 from planner_runtime.data.review.labels import FinalLabel, final_labels, pending
 from planner_runtime.tasks.spec import TaskSpec, builtin_suite
 from planner_runtime.tasks.splits import split_of, template_splits
@@ -107,6 +107,7 @@ def _buckets(trajectory: Trajectory, task: TaskSpec | None) -> tuple[tuple[str, 
         "source": trajectory.source.value,
         "data_source": data_source.value if data_source else UNKNOWN,
         "domain": task.domain if task else UNKNOWN,
+        "calls": calls_bucket(sum(1 for s in trajectory.steps if s.tool_call is not None and s.tool_call.name != "finish")),
     }
     return tuple((dim, found[dim]) for dim in DIMENSIONS)
 

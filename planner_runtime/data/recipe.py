@@ -1,8 +1,9 @@
 """Data recipes: a YAML file saying which stored trajectories are candidates for a dataset and
 how heavily each kind is drawn, read into a frozen :class:`Recipe`.
 
-A recipe weights five dimensions of a trajectory (its task's category, difficulty and domain,
-its ``source`` and its ``data_source``); a trajectory's weight is the product of its buckets'
+A recipe weights six dimensions of a trajectory (its task's category, difficulty and domain,
+its ``source``, its ``data_source``, and ``calls``: how many tool calls it made before
+``finish``, :data:`CALLS`); a trajectory's weight is the product of its buckets'
 weights, a bucket not listed weighing 1.0 and a weight of 0 dropping the bucket. It caps how
 many trajectories one task template gives, dedups identical call sequences of one task
 instance, and draws ``size`` of them from ``seed`` (:mod:`planner_runtime.data.build`). Every
@@ -28,8 +29,15 @@ from planner_runtime.errors import TaskSpecError
 from planner_runtime.tasks.spec import Category, builtin_suite
 from planner_runtime.yaml_lines import line_of, message, read_yaml
 
-DIMENSIONS = ("category", "difficulty", "source", "data_source", "domain")
+DIMENSIONS = ("category", "difficulty", "source", "data_source", "domain", "calls")
 DIFFICULTIES = ("easy", "medium", "hard")
+# the calls buckets: tool calls an episode made before finish (a sub-agent's own calls are its own)
+CALLS = ("zero", "one", "two", "three_plus")
+
+
+def calls_bucket(calls: int) -> str:
+    """The ``calls`` bucket of an episode that made ``calls`` tool calls besides ``finish``."""
+    return CALLS[min(max(calls, 0), len(CALLS) - 1)]
 
 
 class RecipeError(TaskSpecError):
@@ -57,6 +65,7 @@ class _Weights(_Model):
     source: dict[str, Weight] = Field(default_factory=dict)
     data_source: dict[str, Weight] = Field(default_factory=dict)
     domain: dict[str, Weight] = Field(default_factory=dict)
+    calls: dict[str, Weight] = Field(default_factory=dict)
 
 
 class _Caps(_Model):
@@ -135,6 +144,7 @@ def known_buckets() -> dict[str, tuple[str, ...]]:
         "source": tuple(s.value for s in Source),
         "data_source": tuple(d.value for d in DataSource),
         "domain": tuple(sorted({t.domain for t in tasks})),
+        "calls": CALLS,
     }
 
 
@@ -146,6 +156,8 @@ def _problem_text(err: Any) -> str:
         return f"unknown key {loc[-1]!r}" + (f"; the keys here are: {allowed}" if allowed else "")
     if loc == ("name",) and err["type"] == "string_pattern_mismatch":
         return f"{err.get('input')!r}: a recipe's name is lowercase letters, digits, '.', '_' and '-'"
+    if loc[:1] == ("weights",) and len(loc) == 4 and loc[-1] == "[key]" and loc[1] in DIMENSIONS:
+        return f"a bucket is a name, not {err.get('input')!r}; the {loc[1]} buckets are: {', '.join(known_buckets()[loc[1]])}"
     if loc[:1] == ("weights",) and len(loc) == 3:
         return f"a weight is a number, 0 or more (0 drops the bucket); got {err.get('input')!r}"
     return message(err)
@@ -162,8 +174,11 @@ def recipe_problems(path: Path | str) -> tuple[Recipe | None, list[RecipeError]]
     except ValidationError as exc:
         found: dict[str, RecipeError] = {}
         for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "recipe"
-            line = line_of(node, err["loc"])
+            loc = tuple(err["loc"])
+            if loc[-1:] == ("[key]",):  # a mapping's key, named as the file writes it
+                loc = loc[:-1]
+            field = ".".join(str(p) for p in loc) or "recipe"
+            line = line_of(node, loc)
             found.setdefault(field, RecipeError(str(path), line, field, _problem_text(err)))
         return None, sorted(found.values(), key=lambda p: p.line or 0)
     errors = _bucket_problems(path, node, parsed.weights)

@@ -73,6 +73,9 @@ def _one(tmp_path: Path, text: str) -> RecipeError:
     ("name: a\nsize: 3\nweights:\n  domain: {bankin: 2}\n", 4, "weights.domain.bankin", "unknown domain 'bankin'"),
     ("name: a\nsize: 3\nweights:\n  data_source: {human: 2}\n", 4, "weights.data_source.human", "demo, teacher, self"),
     ("name: a\nsize: 3\nweights:\n  source: {emulator: 2}\n", 4, "weights.source.emulator", "sandbox, simulated, real"),
+    ("name: a\nsize: 3\nweights:\n  calls: {many: 2}\n", 4, "weights.calls.many", "zero, one, two, three_plus"),
+    # a bucket written as a number (YAML reads `1:` as one): named as written, with the buckets
+    ("name: a\nsize: 3\nweights:\n  calls:\n    zero: 0\n    1: 2\n", 6, "weights.calls.1", "a bucket is a name, not 1"),
     # unknown keys, at every level
     ("name: a\nsize: 3\nsizes: 4\n", 3, "sizes", "unknown key 'sizes'"),
     ("name: a\nsize: 3\nselect:\n  colection: c1\n", 4, "select.colection", "unknown key 'colection'"),
