@@ -10,6 +10,7 @@ new one rather than a reset shared one.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -19,6 +20,13 @@ import pytest
 
 from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
+
+# A suite started in the background (`pytest ... &` in a script, nohup) inherits SIGINT ignored,
+# and so would every CLI the Ctrl-C tests start: they would send a signal nobody hears. Python
+# installs its Ctrl-C handler only where SIGINT is not ignored at start, so the suite's own
+# process takes it back; the children then start with SIGINT at its default, as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)
