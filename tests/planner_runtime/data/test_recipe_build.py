@@ -113,26 +113,28 @@ def test_a_zero_weight_drops_a_category_and_a_heavy_one_dominates(store_file, tm
         assert {r.weight for r in heavy.rows} == {1e6}
 
 
-def _calls(store_file: Path, trajectory_id: str) -> int:
-    """The tool calls an episode made besides finish, read from its stored steps."""
+def _calls(store_file: Path) -> dict[str, int]:
+    """The tool calls each stored episode made besides finish, read from its steps."""
     with TrajectoryStore(store_file, create=False) as db:
-        return sum(1 for s in db.get(trajectory_id).steps if s.tool_call is not None and s.tool_call.name != "finish")
+        return {tid: sum(1 for s in db.get(tid).steps if s.tool_call is not None and s.tool_call.name != "finish")
+                for tid in db.ids()}
 
 
 def test_calls_weights_pick_episodes_by_how_many_tool_calls_they_made(store_file, tmp_path):
+    made = _calls(store_file)
     everything = draw(store_file, recipe(tmp_path, "size: 100\n"))
-    made = {r.trajectory_id: _calls(store_file, r.trajectory_id) for r in everything.rows}
-    names = {1: "one", 2: "two"}
     for row in everything.rows:  # each row's bucket is the count of its stored calls
-        assert dict(row.buckets)["calls"] == names.get(made[row.trajectory_id], "three_plus" if made[row.trajectory_id] > 2 else "zero")
-    single = sum(n == 1 for n in made.values())
-    assert 0 < single < len(made), made  # the ten demos hold both kinds
+        n = made[row.trajectory_id]
+        assert dict(row.buckets)["calls"] == {0: "zero", 1: "one", 2: "two"}.get(n, "three_plus")
+    drawn = [made[r.trajectory_id] for r in everything.rows]
+    single = drawn.count(1)
+    assert 0 < single < len(drawn), drawn  # the ten demos hold both kinds
     multi = draw(store_file, recipe(tmp_path, "size: 100\nweights:\n  calls: {zero: 0, one: 0}\n"))
-    assert multi.rows and all(_calls(store_file, r.trajectory_id) >= 2 for r in multi.rows)
-    assert len(multi.rows) == len(made) - single and multi.counts()["buckets"]["calls"]["one"] == {"candidates": 2 * single, "drawn": 0}
+    assert multi.rows and all(made[r.trajectory_id] >= 2 for r in multi.rows)
+    assert len(multi.rows) == len(drawn) - single and multi.counts()["buckets"]["calls"]["one"] == {"candidates": 2 * single, "drawn": 0}
     for seed in range(3):
         heavy = draw(store_file, recipe(tmp_path, f"size: 2\nseed: {seed}\nweights:\n  calls: {{one: 1000000}}\n"))
-        assert [_calls(store_file, r.trajectory_id) for r in heavy.rows] == [1, 1]
+        assert [made[r.trajectory_id] for r in heavy.rows] == [1, 1]
 
 
 def test_dedup_keeps_one_of_identical_call_sequences_and_caps_bound_a_template(store_file, tmp_path):
