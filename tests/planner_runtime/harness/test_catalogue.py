@@ -1,7 +1,8 @@
 """The tool catalogue and the built-in bench's breadth: every tool has a functional domain and a
 source, names are unique, and the bench keeps to MobilePA-like proportions (>= 200 tools over 13
 domains with >= 8 each; >= 500 task ids from >= 200 templates; every category >= 15% of tasks;
->= 20% of templates held out; a demo for every task)."""
+>= 20% of templates held out; a demo for every task; every tool a held-out demo calls is called by a
+train demo too)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,15 @@ def test_the_builtin_bench_has_500_tasks_from_200_templates_in_every_category_wi
     held_out = sum(1 for t in templates.values() if t.split_name == "test")
     assert held_out / len(templates) >= 0.20, (held_out, len(templates))
     assert all(t.demo for t in tasks), [t.id for t in tasks if not t.demo]
+
+
+def test_every_tool_a_held_out_demo_calls_is_called_by_some_train_demo():
+    """The test split measures new tasks, not tools training never showed: a test template whose
+    demo calls a tool no train template's demo calls needs a train template for that tool too."""
+    called: dict[str, set[str]] = {"train": set(), "test": set()}
+    for task in builtin_suite().tasks:
+        called[task.split_name] |= {call.name for call in task.demo or ()}
+    assert called["test"] and called["test"] - called["train"] == set(), sorted(called["test"] - called["train"])
 
 
 def test_tools_list_prints_every_tool_and_json_matches_the_catalogue():
