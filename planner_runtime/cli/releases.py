@@ -1,4 +1,4 @@
-"""``planner-agent releases list|show|promote|export``: the models training wrote (the
+"""``planner-agent releases list|show|promote|export|flatten``: the models training wrote (the
 ``--release NAME`` option is :mod:`planner_runtime.cli.release_option`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from planner_runtime.cli.common import console, fail
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
 
-releases_app = typer.Typer(help="Trained planner releases: list, show, promote, export.", no_args_is_help=True)
+releases_app = typer.Typer(help="Trained planner releases: list, show, promote, export, flatten.", no_args_is_help=True)
 
 
 @releases_app.command("list")
@@ -65,6 +65,24 @@ def export_cmd(
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     console.print(f"release {name} written to {path}", markup=False, soft_wrap=True)
+
+
+@releases_app.command("flatten")
+def flatten_cmd(
+    name: str = typer.Argument(..., help="A release trained from another release (train sft --base release:NAME)."),
+    out: str = typer.Option(..., "--out", help="The new release's name."),
+) -> None:
+    """Write a chained release as one LoRA over the root base model (ranks add up), so it loads on
+    any machine: its base is then checked by the base model's own digest, not a merged parent's."""
+    from planner_runtime.training import flatten
+
+    try:
+        manifest = flatten.flatten(Settings.from_env().home, name, out)
+    except PlannerRuntimeError as exc:
+        raise fail(str(exc)) from exc
+    chain = " + ".join(manifest.hyperparameters["flattened"])
+    console.print(f"release {out}: {chain} as one rank-{manifest.hyperparameters['lora_rank']} LoRA over {manifest.base.name}",
+                  markup=False, soft_wrap=True)
 
 
 @releases_app.command("promote")
