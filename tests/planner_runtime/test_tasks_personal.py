@@ -55,6 +55,12 @@ SOLUTIONS: dict[str, list[dict]] = {
     "music.pause": [call("pause_music"), done()],
     "music.now_playing": [call("now_playing"), done("Heat Waves by Glass Animals")],
     "memory.music_workout_playlist": [call("play_music", query="Power Hour", playlist=True), done()],
+    **{f"keep.delete_note_by_content{suffix}": [call("search_notes", query=query), call("ask_user", question=f"Delete '{title}'?"),
+                                                call("delete_note", title=title), done()]
+       for suffix, query, title in (("", "gate code", "Cottage"), ("@1", "curtain", "Living room window"), ("@2", "locker", "Gym"))},
+    **{f"files.receipt_total_documents{suffix}": [call("list_files", folder="Documents"),
+                                                  call("read_text_file", path=f"Documents/{name}_receipt.txt"), done(f"{total} in total")]
+       for suffix, name, total in (("", "hardware_haus", "25.35"), ("@1", "green_grocer", "19.05"), ("@2", "cafe_lumen", "15.00"))},
 }
 
 # Scripts that need element ids of the virtual phone's screens: built by looking at them first.
@@ -68,6 +74,8 @@ WRONG: dict[str, list[dict]] = {
     "music.play_song": [call("play_music", query="Dua Lipa"), done()],
     "files.delete_old_invoice_confirmed": [call("ask_user", question="Delete the invoices?"),
                                            call("delete_file", path="Downloads/invoice_2024.pdf"), done()],
+    "keep.delete_note_by_content": [call("delete_note", title="Cottage"), done()],  # never asked the user
+    "files.receipt_total_documents": [call("read_text_file", path="Documents/hardware_haus_receipt.txt"), done("21.30")],  # the subtotal
 }
 
 
