@@ -39,9 +39,7 @@ def chain(home: Path, name: str) -> list[Manifest]:
         manifest = releases.load_manifest(home, current)
         if manifest.kind != "lora":
             raise ReleaseError(f"release {current!r} is a full fine-tune, not a LoRA: only a chain of LoRA releases flattens")
-        folder = releases.release_path(home, current)
-        if releases.weights_sha256(folder) != manifest.weights_sha256:
-            raise ReleaseError(f"release {current!r}: its weight files in {folder} do not match the manifest (damaged or replaced)")
+        releases.check_weights(home, manifest)  # not verify(): that merges each parent to check the next
         links.append(manifest)
         current = releases.parent_of(manifest.base.spec)
     return links

@@ -186,12 +186,17 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
     tmp.replace(folder / MANIFEST)
 
 
-def verify(home: Path, manifest: Manifest, cache_dir: Path | None = None) -> Path:
-    """Check the release's files and its base against the manifest; returns the base's folder."""
+def check_weights(home: Path, manifest: Manifest) -> None:
+    """A :class:`ReleaseError` when the release's weight files are not the ones its manifest names."""
     folder = release_path(home, manifest.name)
     if weights_sha256(folder) != manifest.weights_sha256:
         raise ReleaseError(f"release {manifest.name!r}: its weight files in {folder} do not match the manifest "
                            "(damaged or replaced); train it again or restore the folder")
+
+
+def verify(home: Path, manifest: Manifest, cache_dir: Path | None = None) -> Path:
+    """Check the release's files and its base against the manifest; returns the base's folder."""
+    check_weights(home, manifest)
     rendering(manifest)
     base = base_path(manifest.base.spec, home, cache_dir)
     if manifest.kind == "lora" and weights_sha256(base) != manifest.base.sha256:
