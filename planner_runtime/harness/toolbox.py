@@ -160,15 +160,28 @@ def for_goal(tools: ToolSet, goal: str, *, keep: Iterable[str] = (), max_apps: i
 
     General tools keep their places; the app tools fill the places app tools had, the best
     matching app's first (a small planner tends to call the first app tool it reads), each app's
-    in their own order. The same goal on the same phone always gets the same prompt."""
+    best matching tool first (:func:`tool_fit`; ties keep the app's own order). The same goal on
+    the same phone always gets the same prompt."""
     apps = relevant_apps(tools, goal, max_apps=max_apps)
     if not apps:
         return ToolSet(t for t in tools if not t.simulated or t.name in set(keep))
     wanted = set(keep)
     chosen = [t for t in tools if t.app is None or t.app in apps or t.name in wanted]
     rank = {app: i for i, app in enumerate(apps)}
-    app_tools = iter(sorted((t for t in chosen if t.app is not None), key=lambda t: rank.get(t.app, len(apps))))  # stable
+    fit = tool_fit([t for t in chosen if t.app is not None], goal)
+    app_tools = iter(sorted((t for t in chosen if t.app is not None),
+                            key=lambda t: (rank.get(t.app, len(apps)), -fit[t.name])))  # stable
     return ToolSet(t if t.app is None else next(app_tools) for t in chosen)
+
+
+def tool_fit(tools: Sequence[Tool], goal: str) -> dict[str, float]:
+    """How well each tool's name (weighed :data:`NAME_WEIGHT`) and description match ``goal``'s
+    unquoted words (:func:`~planner_runtime.harness.relevance.scores` over these tools): what
+    orders an app's tools, the likeliest first. "Call back the number I just missed" puts
+    ``recent_calls`` before ``call``, and "Start walking directions to Tartine Bakery" ``navigate_to``
+    before ``search_place``."""
+    docs = [[(t.name.replace("_", " "), NAME_WEIGHT), (t.description, 1.0)] for t in tools]
+    return dict(zip((t.name for t in tools), scores(docs, _unquoted(goal))))
 
 
 def choose_tools(

@@ -11,7 +11,7 @@ from planner_runtime.contract import ErrorCode, FeedbackStatus, ToolCall
 from planner_runtime.harness.apps import APPS, find_app
 from planner_runtime.harness.relevance import names_any, scores, terms, words
 from planner_runtime.harness.subagents import Delegate
-from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, toolset_for, usable, with_skills
+from planner_runtime.harness.toolbox import default_toolset, for_goal, relevant_apps, tool_fit, toolset_for, usable, with_skills
 from planner_runtime.harness.tools import ToolSet
 from planner_runtime.harness.tools.clock import SetAlarm
 from planner_runtime.harness.tools.memory import Recall, Remember
@@ -57,11 +57,30 @@ def test_a_goal_that_names_no_app_keeps_every_app_tool():
     assert for_goal(default_toolset(), "Hmm, do the thing").names() == default_toolset().names()
 
 
-def test_selection_is_stable_and_keeps_the_default_order():
-    a = for_goal(default_toolset(), "Send Maria Garcia $20 on PayPal").names()
-    assert a == for_goal(default_toolset(), "Send Maria Garcia $20 on PayPal").names()
+def test_selection_is_stable_and_keeps_the_default_order_but_each_apps_best_tool_first():
+    goal = "Send Maria Garcia $20 on PayPal"
+    a = for_goal(default_toolset(), goal).names()
+    assert a == for_goal(default_toolset(), goal).names()
     order = default_toolset().names()
-    assert a == sorted(a, key=order.index)
+    general = [n for n in a if default_toolset()[n].app is None]
+    assert general == sorted(general, key=order.index)
+    payments = [t.name for t in default_toolset() if t.app == "Payments"]
+    assert payments == ["payment_activity", "send_money"]  # the catalogue's order...
+    assert [n for n in a if n in payments] == ["send_money", "payment_activity"]  # ...the goal's
+
+
+def test_each_apps_tools_are_ordered_by_how_well_they_fit_the_goal():
+    def app_tools(goal: str, app: str) -> list[str]:
+        return [t.name for t in for_goal(default_toolset(), goal) if t.app == app]
+
+    assert app_tools("Call back the number I just missed a call from", "Phone") == ["recent_calls", "call"]
+    assert app_tools("Call +15550100", "Phone") == ["call", "recent_calls"]
+    assert app_tools("Start walking directions to Tartine Bakery", "Maps")[0] == "navigate_to"
+    # tools the goal does not bear on keep the catalogue's order; quoted text is not a wish
+    assert app_tools("Start walking directions to Tartine Bakery", "Maps")[1:] == ["search_place", "save_place", "saved_places"]
+    assert app_tools("Text Bo saying 'read my messages'", "Messages") == ["send_message", "read_messages"]
+    fit = tool_fit([t for t in default_toolset() if t.app == "Phone"], "Call back the number I just missed a call from")
+    assert fit["recent_calls"] > fit["call"] > 0
 
 
 def with_services() -> ToolSet:
