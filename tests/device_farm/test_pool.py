@@ -156,11 +156,13 @@ def test_quarantined_phone_is_reprobed_after_backoff_and_back_in_service(virtual
     assert record.quarantined and record.quarantines == 2 and record.faults == 2
     assert pool.quarantine.backoff(record.quarantines) == 2 * pool.quarantine.backoff(1)
     phone.start()  # same port: the phone is back, adb must re-attach it
-    with pool.lease(timeout=5) as again:
+    # On a loaded machine adb may not re-attach at the first re-probe after the start: that one
+    # fails and the backoff doubles again (2 s, then 4 s), so the lease may wait that long.
+    with pool.lease(timeout=30) as again:
         assert again.serial == device.serial
         assert again.shell("echo back").output.strip() == "back"
     record = _row(pool, device.serial).record
-    assert not record.quarantined and record.consecutive == 0 and record.faults == 2
+    assert not record.quarantined and record.consecutive == 0 and record.faults >= 2  # the history stays
 
 
 def test_dropped_transport_is_reconnected_and_the_phone_stays_in_service(virtual_pool):
