@@ -74,9 +74,8 @@ def first_of_each_test_template() -> list[str]:
     seen: set[str] = set()
     first = []
     for task in builtin_suite().tasks:
-        template = task.template or task.id
-        if task.split_name == "test" and template not in seen:
-            seen.add(template)
+        if task.split_name == "test" and task.template not in seen:
+            seen.add(task.template)
             first.append(task.id)
     return first
 
@@ -143,15 +142,14 @@ def main() -> None:
         commands.append("planner-agent " + shlex.join(cmd))
         _cli(cmd, env, log)
     chosen = ["--split", "test"] if args.held_out == "all" else [w for t in first_of_each_test_template() for w in ("--task", t)]
-    bench = ["bench", *chosen, "-k", "1", "--max-steps", str(args.episode_steps), "-n", str(args.devices),
-             "--store", str(args.work / "eval.sqlite"), "--json",
-             "--planner", "local", "--release", args.source]
+    rest = ["-k", "1", "--max-steps", str(args.episode_steps), "-n", str(args.devices),
+            "--store", str(args.work / "eval.sqlite"), "--json", "--planner", "local", "--release", args.source]
     for algo in ALGOS:
-        bench += ["--planner", "local", "--release", names[algo]]
-    bench += ["--policy", str(args.policy)] if args.policy else []
-    shown = bench if args.held_out == "all" else ["bench", "<the first task of each test template>", *bench[len(chosen) + 1:]]
-    commands.append("planner-agent " + shlex.join(shown))
-    report = json.loads(_cli(bench, env, log))
+        rest += ["--planner", "local", "--release", names[algo]]
+    rest += ["--policy", str(args.policy)] if args.policy else []
+    shown = chosen if args.held_out == "all" else ["<the first task of each test template>"]
+    commands.append("planner-agent " + shlex.join(["bench", *shown, *rest]))
+    report = json.loads(_cli(["bench", *chosen, *rest], env, log))
     planners = list(report["planners"].values())
     held_out = {label: p["categories"] for label, p in zip(["sft", *ALGOS], planners)}
 

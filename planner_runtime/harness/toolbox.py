@@ -168,9 +168,9 @@ def for_goal(tools: ToolSet, goal: str, *, keep: Iterable[str] = (), max_apps: i
     wanted = set(keep)
     chosen = [t for t in tools if t.app is None or t.app in apps or t.name in wanted]
     rank = {app: i for i, app in enumerate(apps)}
-    fit = tool_fit([t for t in chosen if t.app is not None], goal)
-    app_tools = iter(sorted((t for t in chosen if t.app is not None),
-                            key=lambda t: (rank.get(t.app, len(apps)), -fit[t.name])))  # stable
+    of_apps = [t for t in chosen if t.app is not None]
+    fit = tool_fit(of_apps, goal)
+    app_tools = iter(sorted(of_apps, key=lambda t: (rank.get(t.app, len(apps)), -fit[t.name])))  # stable
     return ToolSet(t if t.app is None else next(app_tools) for t in chosen)
 
 
