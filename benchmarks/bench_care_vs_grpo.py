@@ -67,19 +67,6 @@ def _curve(lines: list[dict]) -> dict:
             "regimes": {k: sum((r.get("regimes") or {}).get(k, 0) for r in lines) for k in ("progress", "correctness", "cost")}}
 
 
-def first_of_each_test_template() -> list[str]:
-    """The first task (suite order) of each test-split template of the built-in suite."""
-    from planner_runtime.tasks.spec import builtin_suite
-
-    seen: set[str] = set()
-    first = []
-    for task in builtin_suite().tasks:
-        if task.split_name == "test" and task.template not in seen:
-            seen.add(task.template)
-            first.append(task.id)
-    return first
-
-
 def _hardware() -> dict:
     import torch
 
@@ -141,14 +128,13 @@ def main() -> None:
             cmd.append("--resume")
         commands.append("planner-agent " + shlex.join(cmd))
         _cli(cmd, env, log)
-    chosen = ["--split", "test"] if args.held_out == "all" else [w for t in first_of_each_test_template() for w in ("--task", t)]
+    chosen = ["--split", "test", *([] if args.held_out == "all" else ["--per-template", "1"])]
     rest = ["-k", "1", "--max-steps", str(args.episode_steps), "-n", str(args.devices),
             "--store", str(args.work / "eval.sqlite"), "--json", "--planner", "local", "--release", args.source]
     for algo in ALGOS:
         rest += ["--planner", "local", "--release", names[algo]]
     rest += ["--policy", str(args.policy)] if args.policy else []
-    shown = chosen if args.held_out == "all" else ["<the first task of each test template>"]
-    commands.append("planner-agent " + shlex.join(["bench", *shown, *rest]))
+    commands.append("planner-agent " + shlex.join(["bench", *chosen, *rest]))
     report = json.loads(_cli(["bench", *chosen, *rest], env, log))
     planners = list(report["planners"].values())
     held_out = {label: p["categories"] for label, p in zip(["sft", *ALGOS], planners)}

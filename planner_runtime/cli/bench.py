@@ -24,6 +24,7 @@ def bench(
     suite: str = typer.Option("builtin", "--suite", help="A task suite YAML file, or 'builtin' (every built-in task)."),
     split: str = typer.Option("all", "--split", help="train, test or all."),
     task: Optional[list[str]] = typer.Option(None, "--task", help="Only these task ids (repeat the option)."),
+    per_template: Optional[int] = typer.Option(None, "--per-template", min=1, help="Only the first N tasks of each task template, as the suite lists them (with --split test --per-template 1: one task of every held-out template)."),
     planner: Optional[list[str]] = typer.Option(None, "--planner", "-p", help="local, scripted or openai://host:port/model; repeat to bench several side by side."),
     script: Optional[list[Path]] = typer.Option(None, "--script", help="JSON {task id: [calls]} for each --planner scripted, in the same order."),
     model: Optional[str] = typer.Option(None, "--model", help="For --planner local: a model path."),
@@ -83,13 +84,13 @@ def bench(
             # everything that can refuse is checked before a new store is created
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             if db is not None:
-                _no_work_options(suite=suite != "builtin", split=split != "all", task=task, planner=planner, script=script,
-                                 model=model, release=release, repeats=repeats != 1, max_steps=max_steps, first_seed=first_seed,
+                _no_work_options(suite=suite != "builtin", split=split != "all", task=task, per_template=per_template, planner=planner,
+                                 script=script, model=model, release=release, repeats=repeats != 1, max_steps=max_steps, first_seed=first_seed,
                                  policy=policy, simulator=simulator)
                 specs = _recorded(db, bench_id, path)
             else:
                 specs = _new_specs(suite, split, task, planner or [settings.planner], script or [], model, repeats, max_steps,
-                                   release or [], first_seed or 0, policy, simulator_address(simulator))
+                                   release or [], first_seed or 0, policy, simulator_address(simulator), per_template)
             tasks = _tasks(specs[0])
             contenders = _contenders(bench_id, specs, planner_timeout)
             disposable = disposable_serials(settings)
@@ -148,7 +149,8 @@ def _no_work_options(**given: object) -> None:
 
 
 def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Path], model, repeats: int, max_steps,  # noqa: ANN001, ANN202
-               release: list[str], first_seed: int = 0, policy: Path | None = None, simulator: str | None = None):
+               release: list[str], first_seed: int = 0, policy: Path | None = None, simulator: str | None = None,
+               per_template: int | None = None):
     """One collection spec per planner; the k-th ``scripted`` planner takes the k-th ``--script``
     and, when releases are given, the k-th ``local`` one the k-th ``--release``."""
     from planner_runtime.cli.release_option import model_option
@@ -168,7 +170,7 @@ def _new_specs(suite: str, split: str, task, planner: list[str], script: list[Pa
         raise fail(f"--suite {suite}: no such file (or 'builtin' for the built-in tasks)")
     scripts = iter(script)
     return [CollectionSpec.from_options(suite=suite_path, tasks=task, script=next(scripts) if p == "scripted" else None,
-                                        split=None if split == "all" else split, repeat=repeats, planner=p,
+                                        split=None if split == "all" else split, per_template=per_template, repeat=repeats, planner=p,
                                         model=next(models) if p == "local" else None, max_steps=max_steps, first_seed=first_seed,
                                         simulator=simulator,
                                         **({"policy": Policy.load(policy)} if policy else {}))

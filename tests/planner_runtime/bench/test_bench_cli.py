@@ -124,6 +124,21 @@ def test_resume_of_an_unknown_bench_is_one_line(tmp_path, place, two_planners):
     assert "leave out --planner" in _one_line(cli("--resume", json.loads(first.stdout)["bench"], "--planner", "local", *place, timeout=60))
 
 
+def test_per_template_benches_the_first_task_of_each_template_and_a_resume_keeps_the_choice(tmp_path, place):
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(SCRIPTS_A))
+    chosen = ["--task", "clock.set_alarm@1", "--task", "clock.set_alarm", "--task", "contacts.add_contact@2", "--task", "contacts.add_contact"]
+    res = cli("--planner", "scripted", "--script", str(a), *chosen, "--per-template", "1", *place, "--json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    planner = report["planners"]["scripted:a"]
+    assert _figures(planner["categories"]["overall"]) == (2, 2)  # clock.set_alarm and contacts.add_contact: the suite's order
+    assert "leave out --per-template" in _one_line(cli("--resume", report["bench"], "--per-template", "2", *place, timeout=60))
+    again = cli("--resume", report["bench"], *place, "--json")
+    assert again.returncode == 0, again.stderr
+    assert _figures(json.loads(again.stdout)["planners"]["scripted:a"]["categories"]["overall"]) == (2, 2)
+
+
 def _alarms(phone) -> str:
     return phone.device.shell("content query --uri content://com.android.deskclock/alarms")
 
