@@ -30,6 +30,7 @@ def collect(
     repeat: Optional[int] = typer.Option(None, "--repeat", "-k", min=1, help="Episodes per task (default 1; on --resume it may grow)."),
     distinct: Optional[bool] = typer.Option(None, "--distinct", help="With -k: a task without random parameters runs once (its demo would only repeat itself); a template with random parameters still gets k seeds."),
     per_template: Optional[int] = typer.Option(None, "--per-template", min=1, help="Only the first N tasks of each task template, as the suite lists them."),
+    detours: Optional[bool] = typer.Option(None, "--detours", help="With --planner demo: each demo opens with the wrong guess a planner makes when it skips a lookup (an id taken from the goal), which the tool refuses; the refused turn is context, never a training target, so recovery is learnt. Tasks whose demo looks nothing up are left out."),
     resume: Optional[str] = typer.Option(None, "--resume", help="A collection id to continue with what it was started with (finished items are skipped)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Trajectory store (SQLite file)."),
     state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="The device pool's lock and fault records."),
@@ -75,7 +76,7 @@ def collect(
     try:
         check_ray_options(ray, ray_hosts)
         settings = Settings.from_env()
-        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, distinct=distinct, per_template=per_template, planner=planner, model=model_option(model, release, None if resume else planner or settings.planner), script=script,
+        options = dict(suite=suite, tasks=task, split=split, repeat=repeat, distinct=distinct, per_template=per_template, detours=detours, planner=planner, model=model_option(model, release, None if resume else planner or settings.planner), script=script,
                        policy=_policy(policy, None if resume or adb else planner or settings.planner), max_steps=max_steps,
                        temperature=temperature, first_seed=first_seed, simulator=simulator_address(simulator))
         path = store or settings.store_path
@@ -116,7 +117,7 @@ def collect(
     except PlannerRuntimeError as exc:
         raise fail(str(exc)) from exc
     if spec.planner == "demo":
-        _report_failed_demos(path, coll)
+        _report_failed_demos(path, coll, "detour demo" if spec.detours else "demo")
     report = {"collection": coll, "total": counts.total, "succeeded": counts.success, "failed": counts.failed,
               "infra_retried": counts.infra, "skipped": counts.skipped, "gave_up": counts.gave_up,
               **({"hosts": counts.hosts} if ray is not None else {})}
@@ -136,14 +137,15 @@ def collect(
         raise typer.Exit(ExitCode.infra)
 
 
-def _report_failed_demos(path: Path, coll: str) -> None:
-    """One line per demo its task's verifier failed: a broken reference solution, kept out of training data."""
+def _report_failed_demos(path: Path, coll: str, kind: str = "demo") -> None:
+    """One line per demo its task's verifier failed, kept out of training data: a broken reference
+    solution, or (a ``detour demo``) a wrong guess that did harm or was accepted."""
     from planner_runtime.runs.demos import failed_demos
     from planner_runtime.trajectories.store import TrajectoryStore
 
     with TrajectoryStore(path, create=False) as db:
         for failure in failed_demos(db, coll):
-            err.print(f"demo of {failure.task_id} fails its verifier ({failure.reason}); trajectory {failure.trajectory_id} "
+            err.print(f"{kind} of {failure.task_id} fails its verifier ({failure.reason}); trajectory {failure.trajectory_id} "
                       "stays out of training data", soft_wrap=True, markup=False)
 
 
@@ -273,6 +275,14 @@ def _tasks(spec):  # noqa: ANN001, ANN202 - CollectionSpec -> list[TaskSpec]
         tasks = [t for t in tasks if t.demo]
         if not tasks:
             raise fail("--planner demo: none of the chosen tasks has a demo")
+    if spec.detours:
+        from planner_runtime.runs.demos import task_detour
+
+        if spec.planner != "demo":
+            raise fail("--detours opens each task's demo with a wrong guess: give --planner demo")
+        tasks = [t for t in tasks if task_detour(t) is not None]
+        if not tasks:
+            raise fail("--detours: no chosen task's demo looks a value up, so none has a wrong guess to recover from")
     return tasks
 
 
@@ -312,7 +322,9 @@ def _planners(spec, timeout: float | None, so_far: dict[str, int] | None = None,
     if spec.planner == "demo":
         from planner_runtime.runs.demos import demo_planner
 
-        return demo_planner  # each task drawn: its demo takes the random values drawn for it
+        from planner_runtime.runs.demos import detour_planner
+
+        return detour_planner if spec.detours else demo_planner  # each task drawn: its demo takes the random values drawn for it
     if spec.planner == "scripted":
         if not spec.script:
             raise ConfigError("--planner scripted needs --script FILE (JSON {task id: [calls]})")

@@ -25,6 +25,11 @@ class ScriptedPlanner:
         self._items: list[str] = [self._as_text(item) for item in script]
         self._turn = 0
 
+    @property
+    def turns(self) -> int:
+        """How many turns this planner has answered."""
+        return self._turn
+
     @staticmethod
     def _as_text(item: ToolCall | str | dict[str, Any]) -> str:
         if isinstance(item, ToolCall):

@@ -43,6 +43,7 @@ class CollectionSpec(BaseModel):
     distinct: bool = False  # with repeat: a task without random parameters runs once
     per_template: int | None = Field(default=None, ge=1)  # only the first N tasks of each template
     planner: str
+    detours: bool = False  # --planner demo: each demo opens with a refused wrong guess (tasks/detours.py)
     model: str | None = None
     script: str | None = None  # --planner scripted: the scripts file, absolute
     script_text: str | None = None  # its content when the collection started (None: as for suite_text)

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from device_farm.pool.pool import DevicePool
-from planner_runtime.contract import Trajectory
+from planner_runtime.contract import ToolCall, Trajectory
 from planner_runtime.harness.safety import Policy, Sensitivity
 from planner_runtime.planners import Planner
 from planner_runtime.planners.demo import DemoPlanner
 from planner_runtime.runs.collect import Progress, collect
+from planner_runtime.tasks.detours import detour
 from planner_runtime.tasks.spec import TaskSpec
 from planner_runtime.trajectories.store import TrajectoryStore
 
@@ -32,6 +33,18 @@ DEMO_POLICY = Policy(allow=frozenset(Sensitivity))
 def demo_planner(task: TaskSpec) -> Planner:
     """The planner that plays ``task``'s demo (``task`` drawn, so it has its random values)."""
     return DemoPlanner(task.rendered_demo())
+
+
+def detour_planner(task: TaskSpec) -> Planner:
+    """The planner that plays ``task``'s demo after its detour (the plain demo when it has none)."""
+    return DemoPlanner(task.rendered_demo(), detour=task_detour(task), release="demo+detour")
+
+
+def task_detour(task: TaskSpec) -> ToolCall | None:
+    """``task``'s detour (:func:`~planner_runtime.tasks.detours.detour`); a template with random
+    parameters is judged on its seed-0 draw."""
+    drawn = task.draw(0) if task.random else task
+    return detour(drawn.rendered_demo(), drawn.rendered_goal(), drawn.values) if drawn.demo else None
 
 
 def instances(tasks: Sequence[TaskSpec], seeds: int) -> list[TaskSpec]:
