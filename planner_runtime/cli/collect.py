@@ -84,6 +84,8 @@ def collect(
             # everything that can refuse is checked before a new store is created
             db = None if resume is None else stack.enter_context(TrajectoryStore(path, create=False))
             spec = _spec(db, resume, path, options, planner or settings.planner)
+            if spec.detours and adb:  # a wrong guess accepted on a real phone could act on the user's own data
+                raise fail("--detours makes wrong calls on purpose: virtual phones only (leave out --adb)")
             tasks = _tasks(spec)
             so_far = _episodes_so_far(db, coll)
             planner_for = _planners(spec, planner_timeout, so_far)  # with --ray too: its options are checked here
@@ -320,9 +322,7 @@ def _planners(spec, timeout: float | None, so_far: dict[str, int] | None = None,
     if spec.temperature > 0 and spec.planner in ("demo", "scripted"):
         raise ConfigError(f"--temperature samples a model; --planner {spec.planner} plays fixed calls")
     if spec.planner == "demo":
-        from planner_runtime.runs.demos import demo_planner
-
-        from planner_runtime.runs.demos import detour_planner
+        from planner_runtime.runs.demos import demo_planner, detour_planner
 
         return detour_planner if spec.detours else demo_planner  # each task drawn: its demo takes the random values drawn for it
     if spec.planner == "scripted":

@@ -24,9 +24,9 @@ from typing import Any, Mapping, Sequence
 
 from planner_runtime.contract import ToolCall
 
-# Calls that are not a tool's work: a detour never guesses for them, nor in a demo that delegates
-# (a sub-agent's calls follow its delegate call in the demo, and a guess there would be the
-# sub-agent's).
+# Calls that are not a tool's work: a detour never guesses for them. A demo that delegates gets no
+# detour at all: a sub-agent's calls follow its delegate call, and a guess there would be the
+# sub-agent's.
 _NOT_GUESSED = frozenset({"finish", "ask_user", "remember", "recall"})
 # Arguments that hold what the planner writes (a message, a label), not a value it looks up.
 _WRITTEN = frozenset({"text", "body", "message", "content", "subject", "question", "answer", "label", "note", "description"})

@@ -90,7 +90,9 @@ def test_collect_with_detours_recovers_on_the_phone_and_trains_only_the_recovery
 def test_detours_need_demos_with_a_lookup_or_say_so_in_one_line(tmp_path):
     place = ["--store", str(tmp_path / "t.sqlite"), "--state-dir", str(tmp_path / "pool")]
     for args, said in ((["--planner", "scripted", "--task", "rides.cancel_ride"], "--detours opens each task's demo with a wrong guess: give --planner demo"),
-                       (["--planner", "demo", "--task", "clock.set_alarm"], "--detours: no chosen task's demo looks a value up")):
+                       (["--planner", "demo", "--task", "clock.set_alarm"], "--detours: no chosen task's demo looks a value up"),
+                       (["--planner", "demo", "--task", "rides.cancel_ride", "--adb", "127.0.0.1:5037", "--allow-reset"],
+                        "--detours makes wrong calls on purpose: virtual phones only")):
         res = cli(*args, "--detours", *place)
         assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
         assert said in " ".join(res.stderr.split())
