@@ -97,6 +97,36 @@ def test_a_get_goes_on_only_when_its_require_holds_and_find_or_add_refuse_one(tm
     assert problems and "find takes no require or refuse" in problems[0].message and problems[0].field.endswith("require")
 
 
+LISTERS = """\
+  - name: toy_overdrawn
+    description: List the overdrawn accounts.
+    steps:
+      - {verb: find, collection: accounts, match: {"balance<=": -1}}
+    returns: {accounts: "{items}"}
+  - name: toy_accounts
+    description: List every account.
+    steps:
+      - {verb: find, collection: accounts}
+    returns: {accounts: "{items}"}
+"""
+
+
+def test_a_missing_row_is_answered_with_the_keys_there_are_and_the_tool_that_lists_them(tmp_path):
+    family, problems = _problems(tmp_path, FAMILY + LISTERS)
+    assert problems == [] and family is not None
+    world = family_world(family)
+    # the list of every account, not the one filtered to the overdrawn ones declared first
+    with pytest.raises(ToolFailure, match=r"^no accounts with name='savings'; there are: checking; toy_accounts lists them$"):
+        world.run(family, family.tools[0], {"account": "savings"})
+    family, _ = _problems(tmp_path, FAMILY)  # no tool lists them: the keys alone
+    with pytest.raises(ToolFailure, match=r"^no accounts with name='savings'; there are: checking$"):
+        family_world(family).run(family, family.tools[0], {"account": "savings"})
+    rides = families()["rides"]
+    cancel = next(t for t in rides.tools if t.name == "ride_cancel")
+    with pytest.raises(ToolFailure, match="; ride_history lists them$"):
+        fresh_world().run(rides, cancel, {name: "Airport" for name in cancel.params})
+
+
 def _trajectory(answer: str) -> Trajectory:
     return Trajectory(goal="g", source=Source.simulated, device=DeviceRef(serial="x"), planner="scripted",
                       status=TrajectoryStatus.finished, answer=answer)

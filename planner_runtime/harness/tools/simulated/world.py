@@ -6,7 +6,9 @@ template is filled from the call's arguments and the rows earlier steps named, e
 checked against its field's type before it is written, and a step that cannot be done — no
 such row, a ``require`` that does not hold, a balance that would go below its ``min`` — is the
 planner's mistake, a :class:`~planner_runtime.harness.tools.ToolFailure` with a hint naming
-what there is, and leaves the world as it was (a tool's writes land together or not at all).
+what there is and, where the family has one, the tool that lists them with their details (the
+keys alone rarely tell which row is meant), and leaves the world as it was (a tool's writes
+land together or not at all).
 """
 
 from __future__ import annotations
@@ -21,6 +23,19 @@ from planner_runtime.harness.tools.errors import ToolFailure
 from planner_runtime.harness.tools.simulated.family import OPERATORS, PLACEHOLDER, Collection, Family, Kind, Step, ToolDecl, row_problem, split_key
 
 _SHOWN_KEYS = 8  # keys a "no such row" hint names
+
+
+def lister(family: Family, collection: str, besides: str) -> str | None:
+    """The tool of ``family`` (other than ``besides``) that lists ``collection``'s rows: of those
+    with a ``find`` step on it, the one needing the fewest arguments, then matching on the fewest
+    fields (``home_devices`` lists every device, ``home_camera_status`` only the cameras), then
+    the first declared."""
+    found = [
+        (sum(p.required for p in t.params.values()), min(len(s.match) for s in t.steps if s.verb == "find" and s.collection == collection), n, t.name)
+        for n, t in enumerate(family.tools)
+        if t.name != besides and any(s.verb == "find" and s.collection == collection for s in t.steps)
+    ]
+    return min(found)[3] if found else None
 
 
 class WorldError(ValueError):
@@ -176,13 +191,13 @@ class World:
         names: dict[str, Any] = dict(args)
         try:
             for step in tool.steps:
-                names[step.name] = self._step(family, step, names)
+                names[step.name] = self._step(family, tool, step, names)
             return fill(tool.returns, names)
         except BaseException:
             self.state, self._made = saved, made
             raise
 
-    def _step(self, family: Family, step: Step, names: dict[str, Any]) -> Any:
+    def _step(self, family: Family, tool: ToolDecl, step: Step, names: dict[str, Any]) -> Any:
         name = f"{family.family}.{step.collection}"
         coll = family.collections[step.collection]
         match = fill(step.match, names)
@@ -204,7 +219,9 @@ class World:
         if not rows:
             there = [str(r[coll.key]) for r in self.state[name]][:_SHOWN_KEYS]
             wanted = ", ".join(f"{k}{'' if k.endswith(OPERATORS) else '='}{v!r}" for k, v in match.items() if v not in (None, ""))
-            raise ToolFailure(ErrorCode.action_failed, f"no {step.collection} with {wanted}" + (f"; there are: {', '.join(there)}" if there else f"; {step.collection} is empty"))
+            listed = lister(family, step.collection, tool.name)
+            raise ToolFailure(ErrorCode.action_failed, f"no {step.collection} with {wanted}" + (f"; there are: {', '.join(there)}" if there else f"; {step.collection} is empty")
+                              + (f"; {listed} lists them" if there and listed else ""))
         row = rows[0]
         for key, wanted in fill(step.require, names).items():
             if not _same(row.get(key), wanted):
