@@ -30,11 +30,11 @@ def lister(family: Family, collection: str, besides: str) -> str | None:
     with a ``find`` step on it, the one needing the fewest arguments, then matching on the fewest
     fields (``home_devices`` lists every device, ``home_camera_status`` only the cameras), then
     the first declared."""
-    found = [
-        (sum(p.required for p in t.params.values()), min(len(s.match) for s in t.steps if s.verb == "find" and s.collection == collection), n, t.name)
-        for n, t in enumerate(family.tools)
-        if t.name != besides and any(s.verb == "find" and s.collection == collection for s in t.steps)
-    ]
+    found = []
+    for n, tool in enumerate(family.tools):
+        filters = [len(s.match) for s in tool.steps if s.verb == "find" and s.collection == collection]
+        if filters and tool.name != besides:
+            found.append((sum(p.required for p in tool.params.values()), min(filters), n, tool.name))
     return min(found)[3] if found else None
 
 
