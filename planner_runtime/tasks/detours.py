@@ -3,7 +3,7 @@
 Benched on held-out templates, the embedded planner's most common failure is to skip a lookup:
 it cancels "my taxi to the Airport" with ``ride_cancel(ride="Airport")`` instead of finding the
 ride's id with ``ride_history`` first, reads the tool's refusal ("no rides with id='Airport';
-there are: RD-0811, ...") and sends the same call again until the step limit. Reference demos
+ride_history lists them with their details") and sends the same call again until the step limit. Reference demos
 never show a refusal, so nothing teaches what to do after one.
 
 A detour is the demo with one call in front: the first demo call that needs a value the goal

@@ -83,7 +83,7 @@ def test_collect_with_detours_recovers_on_the_phone_and_trains_only_the_recovery
     ride = find_task("rides.cancel_ride").rendered_demo()[1].arguments["ride"]
     assert calls[:3] == [("ride_cancel", {"ride": "Airport"}, "error"), ("ride_history", {"status": "requested"}, "ok"),
                          ("ride_cancel", {"ride": ride}, "ok")]
-    assert "there are: " in traj.steps[0].feedback.error.hint  # the refusal lists what the lookup finds
+    assert traj.steps[0].feedback.error.hint.endswith("ride_history lists them with their details")  # the refusal names the lookup
     assert [trained(s) for s in traj.steps] == [False, True, True, True]  # the guess is context, never a target
 
 

@@ -123,8 +123,33 @@ def test_a_missing_row_is_answered_with_the_keys_there_are_and_the_tool_that_lis
         family_world(family).run(family, family.tools[0], {"account": "savings"})
     rides = families()["rides"]
     cancel = next(t for t in rides.tools if t.name == "ride_cancel")
-    with pytest.raises(ToolFailure, match="; ride_history lists them$"):
+    with pytest.raises(ToolFailure, match="; ride_history lists them with their details$"):
         fresh_world().run(rides, cancel, {name: "Airport" for name in cancel.params})
+
+
+def test_a_refusal_never_points_at_the_row_a_task_seeded_first():
+    # tasks seed the row they want first: a hint listing keys in seeded order would make "send
+    # the first key listed" a right answer no planner earned
+    home, cinema = families()["smart_home"], families()["cinema"]
+    switch = next(t for t in home.tools if t.name == "home_light_switch")
+    cancel = next(t for t in cinema.tools if t.name == "cinema_cancel")
+
+    def hint(world: World, family, tool, args) -> str:  # noqa: ANN001
+        with pytest.raises(ToolFailure) as refused:
+            world.run(family, tool, args)
+        return str(refused.value)
+
+    seeded, turned = fresh_world(), fresh_world()
+    turned.state["smart_home.devices"].reverse()
+    args = {"light": "blue", "power_on": False}
+    assert hint(seeded, home, switch, args) == hint(turned, home, switch, args)
+    names = hint(seeded, home, switch, args).split("there are: ")[1].split(";")[0].split(", ")
+    rows = [r["name"] for r in seeded.state["smart_home.devices"]]
+    assert names[:8] != rows[:8] and set(names[:8]) < set(rows) and names[8] == f"{len(rows) - 8} more"
+    assert hint(seeded, home, switch, args).endswith("; home_devices lists them")
+    # codes tell nothing about which booking is which: the hint names the tool that says, not the codes
+    assert hint(seeded, cinema, cancel, {"booking_id": "Paper Lanterns"}) == (
+        "no bookings with id='Paper Lanterns'; cinema_bookings lists them with their details")
 
 
 def _trajectory(answer: str) -> Trajectory:

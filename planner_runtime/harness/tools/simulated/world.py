@@ -5,16 +5,16 @@ Collections are named ``family.collection``. :meth:`World.run` executes one tool
 template is filled from the call's arguments and the rows earlier steps named, every value is
 checked against its field's type before it is written, and a step that cannot be done — no
 such row, a ``require`` that does not hold, a balance that would go below its ``min`` — is the
-planner's mistake, a :class:`~planner_runtime.harness.tools.ToolFailure` with a hint naming
-what there is and, where the family has one, the tool that lists them with their details (the
-keys alone rarely tell which row is meant), and leaves the world as it was (a tool's writes
-land together or not at all).
+planner's mistake, a :class:`~planner_runtime.harness.tools.ToolFailure` with a hint (see
+:func:`missing`), and leaves the world as it was (a tool's writes land together or not at all).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -23,6 +23,7 @@ from planner_runtime.harness.tools.errors import ToolFailure
 from planner_runtime.harness.tools.simulated.family import OPERATORS, PLACEHOLDER, Collection, Family, Kind, Step, ToolDecl, row_problem, split_key
 
 _SHOWN_KEYS = 8  # keys a "no such row" hint names
+_CODE = re.compile(r"[^a-z]*[0-9][^a-z]*")  # BK-301, 1Z84F2A0391, SUB-7: a digit and no lowercase letter
 
 
 def lister(family: Family, collection: str, besides: str) -> str | None:
@@ -36,6 +37,23 @@ def lister(family: Family, collection: str, besides: str) -> str | None:
         if filters and tool.name != besides:
             found.append((sum(p.required for p in tool.params.values()), min(filters), n, tool.name))
     return min(found)[3] if found else None
+
+
+def missing(collection: str, wanted: str, keys: list[str], listed: str | None, salt: str) -> str:
+    """The hint for a row ``wanted`` that ``collection`` lacks: the keys there are, and ``listed``,
+    the tool that lists them with their details. Codes (``BK-301``) tell nothing about which row
+    is meant, so where a tool lists them the hint names only that tool. Otherwise the keys come
+    in an order set by their hash (``salt`` the collection), never the order they were seeded in:
+    a task seeds the row it wants first, and "the first key listed" would be a right guess no
+    planner earned."""
+    head = f"no {collection} with {wanted}"
+    if not keys:
+        return f"{head}; {collection} is empty"
+    if listed and all(_CODE.fullmatch(k) for k in keys):
+        return f"{head}; {listed} lists them with their details"
+    keys = sorted(keys, key=lambda k: hashlib.sha256(f"{salt}\n{k}".encode()).digest())
+    there = keys[:_SHOWN_KEYS] + ([f"{len(keys) - _SHOWN_KEYS} more"] if len(keys) > _SHOWN_KEYS else [])
+    return f"{head}; there are: {', '.join(there)}" + (f"; {listed} lists them" if listed else "")
 
 
 class WorldError(ValueError):
@@ -217,11 +235,9 @@ class World:
                 rows = sorted(rows, key=lambda r: (r.get(key) is None, r.get(key) if r.get(key) is not None else 0), reverse=step.sort.startswith("-"))
             return [{k: r.get(k) for k in (step.fields or r)} for r in rows[: step.limit]]
         if not rows:
-            there = [str(r[coll.key]) for r in self.state[name]][:_SHOWN_KEYS]
             wanted = ", ".join(f"{k}{'' if k.endswith(OPERATORS) else '='}{v!r}" for k, v in match.items() if v not in (None, ""))
-            listed = lister(family, step.collection, tool.name)
-            raise ToolFailure(ErrorCode.action_failed, f"no {step.collection} with {wanted}" + (f"; there are: {', '.join(there)}" if there else f"; {step.collection} is empty")
-                              + (f"; {listed} lists them" if there and listed else ""))
+            raise ToolFailure(ErrorCode.action_failed, missing(step.collection, wanted, [str(r[coll.key]) for r in self.state[name]],
+                                                               lister(family, step.collection, tool.name), name))
         row = rows[0]
         for key, wanted in fill(step.require, names).items():
             if not _same(row.get(key), wanted):
