@@ -10,7 +10,8 @@ the bench time). Writes ``benchmarks/results/care_vs_grpo.json``: per algorithm 
 curves' ends from each run's ``steps.jsonl``, the commands, seeds, hardware and wall time.
 
 Everything resumes: a finished release is not trained again, a stopped run continues from its
-last checkpoint (``--resume``), and the results file is written only at the end.
+last checkpoint (``--resume``), a stopped bench of the same planners and held-out set runs only
+its unfinished episodes (``bench --resume``), and the results file is written only at the end.
 
     python benchmarks/bench_care_vs_grpo.py --work /tmp/care-vs-grpo --steps 8 --group 4 --tasks-per-step 2
 """
@@ -23,8 +24,10 @@ import os
 import platform
 import shlex
 import subprocess
+import sqlite3
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +68,22 @@ def _curve(lines: list[dict]) -> dict:
             "rollout_seconds": sum(r.get("rollout_seconds") or 0 for r in lines),
             "update_seconds": sum(r.get("update_seconds") or 0 for r in lines),
             "regimes": {k: sum((r.get("regimes") or {}).get(k, 0) for r in lines) for k in ("progress", "correctness", "cost")}}
+
+
+def _stopped_bench(store: Path, models: list[str], per_template: int | None) -> str | None:
+    """The latest bench in ``store`` with these planners (in order) on the test split, to resume.
+    Read with sqlite3 directly: the store has no query for benches, only for their collections
+    (``BENCH.0``, ``BENCH.1``, ... each holding the spec it was started with)."""
+    if not store.is_file():
+        return None
+    with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
+        specs = {cid: json.loads(spec) for cid, spec in conn.execute("SELECT id, spec FROM collections WHERE id LIKE 'bench%' ORDER BY rowid")}
+    for bench in reversed(list(dict.fromkeys(c.rsplit(".", 1)[0] for c in specs))):
+        found = [specs.get(f"{bench}.{i}") for i in range(len(models) + 1)]
+        if found[-1] is None and all(s is not None and s.get("model") == m and s.get("split") == "test"
+                                     and s.get("per_template") == per_template for s, m in zip(found, models)):
+            return bench
+    return None
 
 
 def _hardware() -> dict:
@@ -135,7 +154,14 @@ def main() -> None:
         rest += ["--planner", "local", "--release", names[algo]]
     rest += ["--policy", str(args.policy)] if args.policy else []
     commands.append("planner-agent " + shlex.join(["bench", *chosen, *rest]))
-    report = json.loads(_cli(["bench", *chosen, *rest], env, log))
+    stopped = _stopped_bench(args.work / "eval.sqlite", [f"release:{r}" for r in (args.source, *names.values())],
+                             None if args.held_out == "all" else 1)
+    if stopped is not None:
+        resume = ["bench", "--resume", stopped, "--store", str(args.work / "eval.sqlite"), "-n", str(args.devices), "--json"]
+        commands.append("planner-agent " + shlex.join(resume))
+        report = json.loads(_cli(resume, env, log))
+    else:
+        report = json.loads(_cli(["bench", *chosen, *rest], env, log))
     planners = list(report["planners"].values())
     held_out = {label: p["categories"] for label, p in zip(["sft", *ALGOS], planners)}
 
