@@ -4,5 +4,5 @@ The seams are protocols (``planner_runtime.planners.Planner``, ``device_farm.Dev
 records every layer exchanges live in :mod:`planner_runtime.contract`.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 HARNESS_RELEASE = f"harness-{__version__}"
