@@ -70,8 +70,9 @@ def _curve(lines: list[dict]) -> dict:
             "regimes": {k: sum((r.get("regimes") or {}).get(k, 0) for r in lines) for k in ("progress", "correctness", "cost")}}
 
 
-def _stopped_bench(store: Path, models: list[str], per_template: int | None) -> str | None:
-    """The latest bench in ``store`` with these planners (in order) on the test split, to resume.
+def _stopped_bench(store: Path, models: list[str], per_template: int | None, max_steps: int) -> str | None:
+    """The latest bench in ``store`` with these planners (in order) on the test split with this
+    step limit, to resume.
     Read with sqlite3 directly: the store has no query for benches, only for their collections
     (``BENCH.0``, ``BENCH.1``, ... each holding the spec it was started with)."""
     if not store.is_file():
@@ -81,7 +82,8 @@ def _stopped_bench(store: Path, models: list[str], per_template: int | None) -> 
     for bench in reversed(list(dict.fromkeys(c.rsplit(".", 1)[0] for c in specs))):
         found = [specs.get(f"{bench}.{i}") for i in range(len(models) + 1)]
         if found[-1] is None and all(s is not None and s.get("model") == m and s.get("split") == "test"
-                                     and s.get("per_template") == per_template for s, m in zip(found, models)):
+                                     and s.get("per_template") == per_template and s.get("max_steps") == max_steps
+                                     for s, m in zip(found, models)):
             return bench
     return None
 
@@ -155,7 +157,7 @@ def main() -> None:
     rest += ["--policy", str(args.policy)] if args.policy else []
     commands.append("planner-agent " + shlex.join(["bench", *chosen, *rest]))
     stopped = _stopped_bench(args.work / "eval.sqlite", [f"release:{r}" for r in (args.source, *names.values())],
-                             None if args.held_out == "all" else 1)
+                             None if args.held_out == "all" else 1, args.episode_steps)
     if stopped is not None:
         resume = ["bench", "--resume", stopped, "--store", str(args.work / "eval.sqlite"), "-n", str(args.devices), "--json"]
         commands.append("planner-agent " + shlex.join(resume))

@@ -18,14 +18,14 @@ def _script():  # noqa: ANN202
 
 
 def _spec(model: str, per_template: int | None = 1, split: str = "test") -> dict:
-    return {"split": split, "per_template": per_template, "planner": "local", "model": model}
+    return {"split": split, "per_template": per_template, "planner": "local", "model": model, "max_steps": 6}
 
 
 def test_a_stopped_bench_of_the_same_planners_and_held_out_set_is_resumed(tmp_path):
     stopped_bench = _script()._stopped_bench
     store = tmp_path / "eval.sqlite"
     models = ["release:sft", "release:sft-care", "release:sft-grpo"]
-    assert stopped_bench(store, models, 1) is None  # no store yet: a new bench
+    assert stopped_bench(store, models, 1, 6) is None  # no store yet: a new bench
     with TrajectoryStore(store, create=True) as db:
         for i, model in enumerate(models):
             db.record_collection(f"bench_a.{i}", _spec(model))
@@ -35,10 +35,11 @@ def test_a_stopped_bench_of_the_same_planners_and_held_out_set_is_resumed(tmp_pa
             db.record_collection(f"bench_c.{i}", _spec(model))
         for i, model in enumerate([*models, "release:other"]):  # one planner more
             db.record_collection(f"bench_d.{i}", _spec(model))
-    assert stopped_bench(store, models, 1) == "bench_a"
-    assert stopped_bench(store, models, None) == "bench_b"
-    assert stopped_bench(store, list(reversed(models)), 1) is None  # the order is the report's order
+    assert stopped_bench(store, models, 1, 6) == "bench_a"
+    assert stopped_bench(store, models, None, 6) == "bench_b"
+    assert stopped_bench(store, models, 1, 8) is None  # another step limit: a new bench
+    assert stopped_bench(store, list(reversed(models)), 1, 6) is None  # the order is the report's order
     with TrajectoryStore(store, create=False) as db:
         for i, model in enumerate(models):
             db.record_collection(f"bench_e.{i}", _spec(model))
-    assert stopped_bench(store, models, 1) == "bench_e"  # the latest
+    assert stopped_bench(store, models, 1, 6) == "bench_e"  # the latest
