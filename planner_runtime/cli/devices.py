@@ -15,8 +15,6 @@ from typing import Any, Optional, Sequence
 import typer
 from rich.table import Table
 
-from device_farm.adb.source import AdbSource
-from device_farm.virtual.source import VirtualSource
 from device_farm.pool.pool import DevicePool, DeviceStatus
 from device_farm.sources import DeviceSource
 from planner_runtime.cli.common import ExitCode, console, err, fail
@@ -32,6 +30,10 @@ def pool_from_options(
 ) -> DevicePool:
     """A pool over the adb servers at ``adb`` (``host:port`` each), Appium endpoints
     (``(url, capabilities)``) and ``virtual`` built-in phones."""
+    # adbutils (under both sources) is imported by the commands that reach a pool, not by every start
+    from device_farm.adb.source import AdbSource
+    from device_farm.virtual.source import VirtualSource
+
     sources: list[DeviceSource] = [AdbSource(address) for address in adb]
     if appium:  # selenium (under the Appium client) is imported only when a command asks for Appium phones
         from device_farm.appium.source import AppiumSource

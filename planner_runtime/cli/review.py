@@ -18,7 +18,7 @@ from rich.table import Table
 
 from planner_runtime.cli.common import console, err, fail, print_step, print_summary, serve_until_interrupted
 from planner_runtime.config import Settings
-from planner_runtime.data.review.flags import LOGPROB_THRESHOLD
+from planner_runtime.data.review import LOGPROB_THRESHOLD
 from planner_runtime.errors import PlannerRuntimeError
 
 review_app = typer.Typer(help="The review queue: flag trajectories for a person, list, show and decide them, or serve the web app.",

@@ -5,8 +5,12 @@ server that is down or answers nonsense falls back to the structured result)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from planner_runtime.errors import ConfigError
-from planner_runtime.harness.tools.simulated.llm import LlmSimulator
+
+if TYPE_CHECKING:  # its http client is imported only by a command that runs episodes
+    from planner_runtime.harness.tools.simulated.llm import LlmSimulator
 
 SIMULATOR_HELP = ("An OpenAI-compatible server (http://host:port) that writes the simulated services' responses as free "
                   "text, checked against their world (default: the deterministic simulator's structured responses).")
@@ -22,4 +26,8 @@ def simulator_address(value: str | None) -> str | None:
 
 
 def llm_simulator(address: str | None) -> LlmSimulator | None:
-    return LlmSimulator(address) if address else None
+    if not address:
+        return None
+    from planner_runtime.harness.tools.simulated.llm import LlmSimulator
+
+    return LlmSimulator(address)

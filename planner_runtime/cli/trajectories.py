@@ -11,7 +11,7 @@ import sys
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
@@ -20,8 +20,9 @@ from rich.table import Table
 from planner_runtime.cli.common import fail
 from planner_runtime.config import Settings
 from planner_runtime.errors import PlannerRuntimeError
-from planner_runtime.trajectories.query import Filter, Summary
-from planner_runtime.trajectories.store import TrajectoryStore
+
+if TYPE_CHECKING:  # the store's sqlalchemy is imported by the command that reads it, not by every start
+    from planner_runtime.trajectories.query import Summary
 
 trajectories_app = typer.Typer(help="Stored trajectories: list and filter them.", no_args_is_help=True)
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)  # piped: keep ids whole
@@ -73,6 +74,9 @@ def list_trajectories(
     kinds = {"agent", "infra", "spec"}
     if failure_kind is not None and failure_kind not in kinds:
         raise fail(f"--failure-kind must be one of {', '.join(sorted(kinds))}")
+    from planner_runtime.trajectories.query import Filter
+    from planner_runtime.trajectories.store import TrajectoryStore
+
     where = Filter(
         task_id=task, success=False if (failed or failure_kind) else (True if succeeded else None),
         failure_kind=failure_kind, planner=planner, planner_release=planner_release,

@@ -34,6 +34,15 @@ def _no_adb() -> str:
     return f"127.0.0.1:{free_port()}"
 
 
+def test_the_cli_starts_without_the_libraries_only_some_commands_need():
+    # --help, a usage mistake or `tasks list` answer without the store's sqlalchemy, the
+    # simulator's http client, adbutils or torch: each command imports what it uses (~0.5 s a start)
+    heavy = ("sqlalchemy", "httpx", "adbutils", "requests", "torch", "transformers")
+    probe = f"import sys, planner_runtime.cli.main\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
 def test_run_task_with_scripted_planner_on_the_builtin_phone(tmp_path):
     script = tmp_path / "calls.json"
     script.write_text(json.dumps([{"name": "set_alarm", "arguments": {"hour": 7, "minutes": 30}}, {"name": "finish", "arguments": {"answer": "Set."}}]))
@@ -217,6 +226,8 @@ def test_tasks_audit_flags_a_task_that_passes_without_acting(tmp_path):
 
 
 def test_builtin_suite_passes_the_audit(tmp_path):
+    # every built-in task runs; none passes without acting, and none with an answer check passes
+    # by an answer naming everything its setup stored (the audit flags either, and exits 1)
     res = cli("tasks", "audit", "--adb", _no_adb(), "--store", str(tmp_path / "t.sqlite"))
     assert res.returncode == 0, res.stdout + res.stderr
     count = len(builtin_suite().tasks)

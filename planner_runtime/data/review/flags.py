@@ -28,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from planner_runtime.contract import ErrorCode, FeedbackStatus, Step, Trajectory
+from planner_runtime.data.review import LOGPROB_THRESHOLD
 from planner_runtime.sqlite_file import aware
 from planner_runtime.trajectories import query as q
 from planner_runtime.trajectories.schema import trajectories
@@ -43,7 +44,6 @@ class Reason(str, Enum):
 # Higher is reviewed first; an action that ran outranks one that was stopped.
 PRIORITY = {Reason.safety: 300, Reason.conflict: 200, Reason.low_confidence: 100, Reason.manual: 50}
 RAN_SENSITIVE_BONUS = 20
-LOGPROB_THRESHOLD = -1.5  # mean log-probability per sampled token below this: the model was guessing
 ANSWER_CHECKS = frozenset({"answer_contains", "answer_excludes", "answer_equals", "answer_number"})
 # The verifier's default names of those checks, for a task this release's suites no longer have.
 _ANSWER_NAME = re.compile(r"^answer (contains|names none of|equals|is) ")
