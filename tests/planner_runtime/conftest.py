@@ -1,10 +1,12 @@
 """Fixtures for runtime tests: a connected AdbDevice on a fresh virtual phone, a store file, a
-phone adb lists as unauthorized, and the embedded local planner (for its encode path)."""
+phone adb lists as unauthorized, one converted copy of the embedded model for the whole run, and
+the embedded local planner (for its encode path)."""
 
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +51,17 @@ def unauthorized_phone():
             time.sleep(0.05)
         assert [d.state for d in server.client.list()] == ["unauthorized"]
         yield phone.address, f"{server.host}:{server.port}"
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh cache dir holding the converted embedded model, shared by every test that loads the
+    model from a cache of its own (planners, serving): the ~20 s conversion runs once a run."""
+    if not (os.environ.get(model_store.ENV_GGUF) or model_store.packaged_gguf()):
+        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
+    cache = tmp_path_factory.mktemp("planner-cache")
+    model_store.ensure_embedded_model(cache, download=False)
+    return cache
 
 
 @pytest.fixture(scope="module")

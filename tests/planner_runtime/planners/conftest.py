@@ -1,24 +1,13 @@
-"""Shared fixtures: one converted copy of the embedded model per test run, one loaded planner."""
+"""Shared fixtures: one loaded planner over the run's converted model (``model_cache``, from the
+runtime tests' conftest), two tools and a chat."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from planner_runtime.contract import Message, Role, ToolSpec
-from planner_runtime.planners.local import model_store
-
-
-@pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh cache dir holding the converted embedded model (the ~20 s conversion runs once)."""
-    if not (os.environ.get(model_store.ENV_GGUF) or model_store.packaged_gguf()):
-        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
-    cache = tmp_path_factory.mktemp("planner-cache")
-    model_store.ensure_embedded_model(cache, download=False)
-    return cache
 
 
 @pytest.fixture(scope="session")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
 
 from planner_runtime.contract import Message, Role, ToolSpec
 from planner_runtime.planners import Sampling
-from planner_runtime.planners.local import model_store
 from planner_runtime.planners.local.batch import BatchDecoder, PlanRequest
 
 pytestmark = pytest.mark.slow
@@ -29,17 +27,13 @@ def chat(goal: str) -> tuple[Message, ...]:
 
 
 @pytest.fixture(scope="module")
-def local(tmp_path_factory):
-    if not (os.environ.get(model_store.ENV_GGUF) or model_store.packaged_gguf()):
-        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
+def local(model_cache):
     from planner_runtime.planners.local.planner import LocalPlanner
 
-    cache = tmp_path_factory.mktemp("serving-cache")
-    model_store.ensure_embedded_model(cache, download=False)
     # float32: these tests hold batching to what one chat decodes alone, bit for bit in practice.
     # In bfloat16 even one chat's answer can change with how its prompt was split into forward
     # passes (a cached prefix, a prefill chunk), so near-tied tokens may flip either way.
-    return LocalPlanner(cache_dir=cache, max_new_tokens=32, dtype="float32").load()
+    return LocalPlanner(cache_dir=model_cache, max_new_tokens=32, dtype="float32").load()
 
 
 def test_a_batch_decodes_what_each_chat_decodes_alone(local):

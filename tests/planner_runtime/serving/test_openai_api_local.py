@@ -28,12 +28,9 @@ STORY = [{"role": "user", "content": "Tell me a very long story about a cat."}]
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    if not (os.environ.get(model_store.ENV_GGUF) or model_store.packaged_gguf()):
-        pytest.skip(f"embedded model not installed: {model_store.INSTALL_HINT}")
-    cache = tmp_path_factory.mktemp("serving-cache")
-    model_store.ensure_embedded_model(cache, download=False)
-    return cache
+def cache(model_cache):
+    """The run's converted model (one conversion for every test that wants a cache of its own)."""
+    return model_cache
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from planner_runtime.contract import ToolCall
 from planner_runtime.planners.scripted import ScriptedPlanner
 from planner_runtime.runs.run import run_goal
 from planner_runtime.runs.audit import audit, builtin_phones, naming_everything
-from planner_runtime.tasks.spec import builtin_suite, load_suite
+from planner_runtime.tasks.spec import load_suite
 from planner_runtime.harness.identity import EpisodeIdentity
 
 _HOME = tempfile.mkdtemp(prefix="planner-agent-test-home-")
@@ -77,15 +77,6 @@ def test_audit_flags_a_task_an_answer_naming_everything_passes(tmp_path):
     assert by_id["lookup.gameable"]["passes_by_naming_everything"] and not by_id["lookup.gameable"]["passes_without_acting"]
     assert not by_id["lookup.fixed"]["passes_by_naming_everything"] and by_id["lookup.fixed"]["ran"]
     assert "lookup.gameable  PASSES BY NAMING EVERYTHING" in res.stderr and "lookup.fixed  ok" in res.stderr
-
-
-def test_no_builtin_task_with_an_answer_check_passes_by_naming_everything(store):
-    answered = [t for t in builtin_suite().tasks if any(c.kind.startswith("answer_") for c in t.checks)]
-    assert len(answered) > 10
-    with builtin_phones() as phones:
-        results = audit(answered, phones, store)
-    assert all(r.ran for r in results), [(r.task_id, r.error) for r in results if not r.ran]
-    assert [r.task_id for r in results if r.flagged] == []
 
 
 def _keep_contact(device) -> None:  # noqa: ANN001
