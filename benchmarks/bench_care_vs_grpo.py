@@ -8,10 +8,14 @@ set the README's held-out figures use), or every instance (``--held-out all``, a
 the bench time). Writes ``benchmarks/results/care_vs_grpo.json``: per algorithm its held-out
 ``success`` (0..1) and ``output_tokens_per_episode`` (mean and per category), the training
 curves' ends from each run's ``steps.jsonl``, the commands, seeds, hardware and wall time.
+With ``--fresh-seed N`` (default 1000) the same three also run, side by side, on the trained
+templates that have random parameters at instance seed N: tasks of the training distribution
+that no rollout saw (training draws seeds 0, 1, ..., one a pass over the templates), where a
+planner that solves them can show what each algorithm did to its cost.
 
 Everything resumes: a finished release is not trained again, a stopped run continues from its
-last checkpoint (``--resume``), a stopped bench of the same planners and held-out set runs only
-its unfinished episodes (``bench --resume``), and the results file is written only at the end.
+last checkpoint (``--resume``), a stopped bench of the same planners and tasks runs only its
+unfinished episodes (``bench --resume``), and the results file is written only at the end.
 
     python benchmarks/bench_care_vs_grpo.py --work /tmp/care-vs-grpo --steps 8 --group 4 --tasks-per-step 2
 """
@@ -70,9 +74,10 @@ def _curve(lines: list[dict]) -> dict:
             "regimes": {k: sum((r.get("regimes") or {}).get(k, 0) for r in lines) for k in ("progress", "correctness", "cost")}}
 
 
-def _stopped_bench(store: Path, models: list[str], per_template: int | None, max_steps: int) -> str | None:
-    """The latest bench in ``store`` with these planners (in order) on the test split with this
-    step limit, to resume.
+def _stopped_bench(store: Path, models: list[str], want: dict) -> str | None:
+    """The latest bench in ``store`` with these planners (in order) whose specs hold ``want``
+    (the task selection and step limit: ``split``, ``per_template``, ``tasks``, ``first_seed``,
+    ``max_steps``), to resume; a finished one resumes too, with nothing left to run.
     Read with sqlite3 directly: the store has no query for benches, only for their collections
     (``BENCH.0``, ``BENCH.1``, ... each holding the spec it was started with)."""
     if not store.is_file():
@@ -81,11 +86,34 @@ def _stopped_bench(store: Path, models: list[str], per_template: int | None, max
         specs = {cid: json.loads(spec) for cid, spec in conn.execute("SELECT id, spec FROM collections WHERE id LIKE 'bench%' ORDER BY rowid")}
     for bench in reversed(list(dict.fromkeys(c.rsplit(".", 1)[0] for c in specs))):
         found = [specs.get(f"{bench}.{i}") for i in range(len(models) + 1)]
-        if found[-1] is None and all(s is not None and s.get("model") == m and s.get("split") == "test"
-                                     and s.get("per_template") == per_template and s.get("max_steps") == max_steps
+        if found[-1] is None and all(s is not None and s.get("model") == m and all(s.get(k) == v for k, v in want.items())
                                      for s, m in zip(found, models)):
             return bench
     return None
+
+
+def _bench(tasks: list[str], want: dict, models: list[str], rest: list[str], args: argparse.Namespace,
+           env: dict[str, str], log: Path, commands: list[str]) -> dict:
+    """``planner-agent bench`` of ``models`` over ``tasks`` (options), resumed where a bench of the
+    same planners and tasks stopped; its report."""
+    commands.append("planner-agent " + shlex.join(["bench", *tasks, *rest]))
+    stopped = _stopped_bench(args.work / "eval.sqlite", models, want)
+    if stopped is not None:
+        resume = ["bench", "--resume", stopped, "--store", str(args.work / "eval.sqlite"), "-n", str(args.devices), "--json"]
+        commands.append("planner-agent " + shlex.join(resume))
+        return json.loads(_cli(resume, env, log))
+    return json.loads(_cli(["bench", *tasks, *rest], env, log))
+
+
+def _random_templates(chosen: list[str] | None) -> list[str]:
+    """The templates among ``chosen`` (default: the train split's) with random parameters, in order:
+    those a new instance seed makes new tasks of."""
+    from planner_runtime.tasks.spec import builtin_suite
+
+    tasks = builtin_suite().tasks
+    random = {t.id for t in tasks if t.random}
+    names = chosen if chosen else list(dict.fromkeys(t.template for t in tasks if t.split_name == "train"))
+    return [n for n in names if n in random]
 
 
 def _hardware() -> dict:
@@ -120,6 +148,9 @@ def main() -> None:
                     help="Rollouts and bench may take every sensitive action (virtual phones only): a policy file in --work.")
     ap.add_argument("--held-out", choices=("first", "all"), default="first",
                     help="Bench the first instance of each test template (default) or every test-split task.")
+    ap.add_argument("--fresh-seed", type=int, default=1000,
+                    help="Also bench the trained templates with random parameters at this instance seed (training draws "
+                         "seeds 0, 1, ..., one a pass over the templates); negative: skip.")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "care_vs_grpo.json")
     args = ap.parse_args()
 
@@ -149,21 +180,22 @@ def main() -> None:
             cmd.append("--resume")
         commands.append("planner-agent " + shlex.join(cmd))
         _cli(cmd, env, log)
-    chosen = ["--split", "test", *([] if args.held_out == "all" else ["--per-template", "1"])]
+    models = [f"release:{r}" for r in (args.source, *names.values())]
     rest = ["-k", "1", "--max-steps", str(args.episode_steps), "-n", str(args.devices),
             "--store", str(args.work / "eval.sqlite"), "--json", "--planner", "local", "--release", args.source]
     for algo in ALGOS:
         rest += ["--planner", "local", "--release", names[algo]]
     rest += ["--policy", str(args.policy)] if args.policy else []
-    commands.append("planner-agent " + shlex.join(["bench", *chosen, *rest]))
-    stopped = _stopped_bench(args.work / "eval.sqlite", [f"release:{r}" for r in (args.source, *names.values())],
-                             None if args.held_out == "all" else 1, args.episode_steps)
-    if stopped is not None:
-        resume = ["bench", "--resume", stopped, "--store", str(args.work / "eval.sqlite"), "-n", str(args.devices), "--json"]
-        commands.append("planner-agent " + shlex.join(resume))
-        report = json.loads(_cli(resume, env, log))
-    else:
-        report = json.loads(_cli(["bench", *chosen, *rest], env, log))
+    per_template = None if args.held_out == "all" else 1
+    chosen = ["--split", "test", *([] if per_template is None else ["--per-template", "1"])]
+    report = _bench(chosen, {"split": "test", "per_template": per_template, "max_steps": args.episode_steps}, models, rest,
+                    args, env, log, commands)
+    fresh_report, fresh_templates = None, _random_templates(args.task) if args.fresh_seed >= 0 else []
+    if fresh_templates:
+        fresh = [w for t in fresh_templates for w in ("--task", t)] + ["--first-seed", str(args.fresh_seed)]
+        # a spec records its tasks sorted, without repeats
+        fresh_report = _bench(fresh, {"tasks": sorted(set(fresh_templates)), "first_seed": args.fresh_seed, "split": None,
+                                      "max_steps": args.episode_steps}, models, rest, args, env, log, commands)
     planners = list(report["planners"].values())
     held_out = {label: p["categories"] for label, p in zip(["sft", *ALGOS], planners)}
 
@@ -180,12 +212,17 @@ def main() -> None:
         "held_out": ("every test-split task" if args.held_out == "all" else "the first task of each test-split template")
                     + " (templates never trained on), greedy, 1 episode each, bench " + report["bench"],
         "sft": summary(held_out["sft"]),
+        **({"fresh_seeds": {"tasks": f"the {len(fresh_templates)} trained templates with random parameters at instance seed "
+                                     f"{args.fresh_seed} (never drawn in training), greedy, 1 episode each, bench {fresh_report['bench']}",
+                            **{label: summary(p["categories"]) for label, p in zip(["sft", *ALGOS], fresh_report["planners"].values())}}}
+           if fresh_report else {}),
         **{algo: {**summary(held_out[algo]), "release": names[algo],
                   "train": _curve(_steps(args.work / "home" / "training" / names[algo] / "steps.jsonl"))}
            for algo in ALGOS},
         "settings": {"held_out": args.held_out, "steps": args.steps, "group": args.group, "tasks_per_step": args.tasks_per_step, "lr": args.lr,
                      "episode_steps": args.episode_steps, "tasks": args.task or "train split"},
-        "seeds": {"trainer_and_task_order": args.seed, "first_instance_seed": 0, "bench_first_seed": 0},
+        "seeds": {"trainer_and_task_order": args.seed, "first_instance_seed": 0, "bench_first_seed": 0,
+                  "fresh_seed": args.fresh_seed if fresh_report else None},
         "commands": commands,
         "script": "python benchmarks/bench_care_vs_grpo.py " + shlex.join(sys.argv[1:]),
         "hardware": _hardware(),
@@ -195,15 +232,20 @@ def main() -> None:
     if grpo["output_tokens_per_episode"]:
         result["care_output_tokens_vs_grpo"] = care["output_tokens_per_episode"] / grpo["output_tokens_per_episode"] - 1
     result["care_success_minus_grpo_points"] = 100 * (care["success"] - grpo["success"])
+    fresh = result.get("fresh_seeds")
+    if fresh and fresh["grpo"]["output_tokens_per_episode"]:
+        fresh["care_output_tokens_vs_grpo"] = fresh["care"]["output_tokens_per_episode"] / fresh["grpo"]["output_tokens_per_episode"] - 1
+        fresh["care_success_minus_grpo_points"] = 100 * (fresh["care"]["success"] - fresh["grpo"]["success"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     # the file is committed: the work folder is named $WORK, not where this machine put it
     text = json.dumps(result, indent=2).replace(str(args.work.resolve()), "$WORK").replace(str(args.work), "$WORK")
     args.out.write_text(text + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("care_output_tokens_vs_grpo", "care_success_minus_grpo_points") if k in result}))
-    for label in ("sft", *ALGOS):
-        r = result[label]
-        print(f"{label:5s} held-out success {r['successes']}/{r['n']} = {r['success']:.2f}, "
-              f"{r['output_tokens_per_episode']:.1f} output tokens/episode, {r['steps_per_episode']:.2f} steps")
+    for where, rows in (("held-out", result), ("fresh-seed", result.get("fresh_seeds"))):
+        for label in ("sft", *ALGOS) if rows else ():
+            r = rows[label]
+            print(f"{label:5s} {where} success {r['successes']}/{r['n']} = {r['success']:.2f}, "
+                  f"{r['output_tokens_per_episode']:.1f} output tokens/episode, {r['steps_per_episode']:.2f} steps")
     print(f"wrote {args.out}")
 
 
