@@ -1,9 +1,15 @@
-"""One RL update step, side by side: the farm trainer's log-prob pass against TRL 1.16's fused LM head.
+"""One RL update step, side by side: the farm trainer's passes against one pass an episode and TRL 1.16's own.
 
-Both run TRL's ``GRPOTrainer`` on the same fixed rollouts (two groups of four episodes of
+All run TRL's ``GRPOTrainer`` on the same fixed rollouts (two groups of four episodes of
 ~2k-token prompts and 200-token completions, 20 sampled tokens each — the shape of a farm step
-on the embedded planner), LoRA over a bfloat16 base where the CPU has native bfloat16; the only
-difference is ``_get_per_token_logps_and_entropies``. Prints seconds per step and the ratio.
+on the embedded planner), LoRA over a bfloat16 base where the CPU has native bfloat16:
+
+- ``shared``: ``train rl --share-prompts`` (training/grpo.py): the step in one micro-batch, each
+  group's prompt run once and its keys and values shared by the group's completions;
+- ``per-episode``: the default, one episode a micro-batch, the LM head over the completion only;
+- ``fused``: one episode a micro-batch through TRL's own fused LM head over every position.
+
+Prints seconds per step and the ratios; ``--only MODE`` runs one, to read its peak RSS alone.
 
     python benchmarks/bench_rl_step.py --threads 2
 """
@@ -22,6 +28,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt", type=int, default=1900)
     ap.add_argument("--completion", type=int, default=200)
+    ap.add_argument("--only", choices=("shared", "per-episode", "fused"), default=None)
     args = ap.parse_args()
 
     import torch
@@ -58,15 +65,16 @@ def main() -> None:
                                            Outcome(success=j % 2 == 0, progress=0.5, steps=2, output_tokens=60), f"t{j}"))
         groups.append(members)
 
-    def timed(fused: bool) -> float:
+    def timed(mode: str) -> float:
         model = PeftModel.from_pretrained(load_causal_lm(base, dtype=dtype),
                                           releases.release_path(home, releases.BUILTIN_DEFAULT), is_trainable=True)
         work = Path(tempfile.mkdtemp(prefix="bench-rl-run-"))
         run = rl._Run(options, options.care, None, {t.id: t for t in instances}, work,
                       lambda _instances, _step: RolloutResult(groups, Progress(), "c", 0.0))
         trainer = grpo.grpo_trainer(model, tokenizer, [t.id for t in instances], options, work / "w",
-                                    {"use_cpu": True, "bf16": False}, None, run, rl._rollout_func(run), False, [])
-        if fused:  # TRL's own pass, bound back onto this instance
+                                    {"use_cpu": True, "bf16": False}, None, run, rl._rollout_func(run), False, [],
+                                    micro_batch=8 if mode == "shared" else 1)
+        if mode == "fused":  # TRL's own pass, bound back onto this instance
             from trl import GRPOTrainer
 
             trainer._get_per_token_logps_and_entropies = GRPOTrainer._get_per_token_logps_and_entropies.__get__(trainer)
@@ -74,13 +82,18 @@ def main() -> None:
         trainer.train()
         return time.perf_counter() - started
 
-    ours = timed(False)
-    theirs = timed(True)
+    import resource
+
     tokens = sum(len(m.prompt_ids) + len(m.completion_ids) for g in groups for m in g)
     print(f"one GRPO step, 8 sequences, {tokens} tokens, {args.threads} threads, {dtype}:")
-    print(f"  completion-only LM head (training/grpo.py): {ours:.1f} s")
-    print(f"  TRL 1.16 fused LM head:                     {theirs:.1f} s")
-    print(f"  ratio: {theirs / ours:.2f}x")
+    seconds = {}
+    for mode in [args.only] if args.only else ["shared", "per-episode", "fused"]:
+        seconds[mode] = timed(mode)
+        print(f"  {mode:12s} {seconds[mode]:6.1f} s", flush=True)
+    if len(seconds) > 1:
+        print(f"  per-episode / shared: {seconds['per-episode'] / seconds['shared']:.2f}x; "
+              f"fused / shared: {seconds['fused'] / seconds['shared']:.2f}x")
+    print(f"  peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":

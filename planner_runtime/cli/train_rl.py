@@ -46,6 +46,8 @@ def rl_cmd(
     seed: int = typer.Option(0, "--seed", help="Seeds the task order and the trainer."),
     first_seed: int = typer.Option(0, "--first-seed", min=0, help="Instances of templates with random parameters start at this seed."),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads (default: PLANNER_AGENT_THREADS, else every core)."),
+    share_prompts: bool = typer.Option(False, "--share-prompts", help="Update on a step's episodes at once, each group's prompt run once: "
+                                       "the same gradient for about a third of the compute, holding the whole step's activations."),
     resume: bool = typer.Option(False, "--resume", help="Continue the stopped run of --out from its last checkpoint."),
     ray: Optional[str] = typer.Option(None, "--ray", help=RAY_HELP + " Each step's weights are published to the hosts, "
                                       "which load the base model from the same path as here."),
@@ -98,7 +100,7 @@ def rl_cmd(
             episode_steps=episode_steps, temperature=temperature, controller_every=controller_every,
             care=weights, lora=lora,
             save_steps=save_steps, seed=seed, first_seed=first_seed, devices=devices, threads=threads,
-            allow_reset=allow_reset, disposable=disposable_serials(settings))
+            share_prompts=share_prompts, allow_reset=allow_reset, disposable=disposable_serials(settings))
         options.check()
         templates = _templates(task, split)
         gate = Policy.load(policy) if policy else None

@@ -69,6 +69,7 @@ class RlOptions:
     disposable: frozenset[str] = frozenset()
     loss_type: str = "dapo"  # TRL's: tokens of the whole batch normalise the loss
     threads: int | None = None
+    share_prompts: bool = False  # a step in one micro-batch, each group's prompt run once (faster, more memory)
 
     def check(self) -> None:
         if self.group < 2:
@@ -84,6 +85,7 @@ class RlOptions:
         out = asdict(self)
         out["algo"] = self.algo.value
         out.pop("threads")
+        out.pop("share_prompts")  # how the same gradient was computed, not what was trained
         for where in ("devices", "allow_reset", "disposable"):
             out.pop(where)  # where it ran, not what was trained
         return out

@@ -24,7 +24,7 @@ A trajectory's sequence is mostly prompt and its loss covers the accepted assist
   SDPA's float copy of the mask, per layer). When the trained-through part of a batch is longer,
   just enough decoder layers (:func:`recomputed_layers`) are checkpointed: they store only their
   input and run again in the backward pass. The loss and gradient are the same. The frozen
-  system turn's cache is made read-only for this (:func:`_read_only`): a layer that runs twice
+  system turn's cache is made read-only for this (:func:`read_only_cache`): a layer that runs twice
   must not append its keys and values twice; transformers' own gradient checkpointing drops a
   passed cache, so the layers are wrapped here, for the step only. ``bench_train --longest
   --activation-tokens 512`` (the 8 longest demos, 4,147 tokens a step, float32 on 2 cores):
@@ -85,7 +85,7 @@ def kept_logits_trainer(base: type, *, frozen_system: bool = False, activation_t
             rows, length = forward["input_ids"].shape
             layers = decoder_layers(model)
             count = recomputed_layers(len(layers), rows * (length - cut), activation_tokens) if layers is not None else 0
-            if count and cut and not _can_read_only(model):  # its layers cannot run twice over a cache
+            if count and cut and not can_read_only(model):  # its layers cannot run twice over a cache
                 cut = 0
                 count = recomputed_layers(len(layers), rows * length, activation_tokens)
             with _recomputing(layers, count):
@@ -162,7 +162,7 @@ def _forward_after(model: Any, forward: dict[str, Any], cut: int, keep: Any, *, 
         head_out = model(**head, use_cache=True, logits_to_keep=1)
     cache = head_out["cache"] if "cache" in head_out else head_out.past_key_values
     if read_only:
-        _read_only(cache)
+        read_only_cache(cache)
     return model(**tail, **{model_store.cache_kwarg(model): cache}, use_cache=False, logits_to_keep=keep - cut)
 
 
@@ -211,14 +211,14 @@ def _recomputing(layers: Any, count: int) -> Iterator[None]:
                 layer.forward = before  # e.g. accelerate's device hook, as it was
 
 
-def _can_read_only(model: Any) -> bool:
-    """Whether the caches this model makes are ones :func:`_read_only` handles (full attention
+def can_read_only(model: Any) -> bool:
+    """Whether the caches this model makes are ones :func:`read_only_cache` handles (full attention
     in every layer: transformers' ``DynamicLayer``)."""
     config = getattr(model, "config", None)
     return not getattr(config, "sliding_window", None) or not getattr(config, "use_sliding_window", True)
 
 
-def _read_only(cache: Any) -> None:
+def read_only_cache(cache: Any) -> None:
     """Make every layer of a filled ``DynamicCache`` return its keys and values followed by the
     new ones without storing the new ones: a recomputed layer then sees the same states twice."""
     import torch

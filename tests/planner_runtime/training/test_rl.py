@@ -71,7 +71,7 @@ def _fixed_rollouts(outcomes: list[list[Outcome | None]]):
     return rollout, calls
 
 
-def _trainer(tmp_path: Path, algo: Algo, outcomes, *, group: int = 4):
+def _trainer(tmp_path: Path, algo: Algo, outcomes, *, group: int = 4, share_prompts: bool = False):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -82,7 +82,7 @@ def _trainer(tmp_path: Path, algo: Algo, outcomes, *, group: int = 4):
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     from peft import LoraConfig
 
-    options = rl.RlOptions(algo=algo, group=group, steps=1, tasks_per_step=2, threads=2)
+    options = rl.RlOptions(algo=algo, group=group, steps=1, tasks_per_step=2, threads=2, share_prompts=share_prompts)
     instances = rl.schedule([TASKS["clock.set_alarm"], TASKS["clock.disable_alarm_gui"]], options)
     rollout, calls = _fixed_rollouts(outcomes)
     run = rl._Run(options, options.care, None, {t.id: t for t in instances}, tmp_path, rollout)
@@ -103,13 +103,16 @@ SLOW_WIN = Outcome(success=True, progress=1.0, steps=3, output_tokens=60)
 LOSS = Outcome(success=False, progress=0.5, steps=4, output_tokens=80)
 
 
-@pytest.mark.parametrize("algo", [Algo.care, Algo.grpo])
-def test_the_update_steps_on_the_algorithms_advantages_and_unscored_episodes_carry_none(tmp_path, algo):
+@pytest.mark.parametrize(("algo", "share_prompts"), [(Algo.care, False), (Algo.grpo, False), (Algo.care, True)])
+def test_the_update_steps_on_the_algorithms_advantages_and_unscored_episodes_carry_none(tmp_path, algo, share_prompts):
     saturated = [WIN, SLOW_WIN, WIN, SLOW_WIN]  # all succeed: only cost differs
     mixed = [WIN, LOSS, None, LOSS]  # one episode infra: out of its group, advantage 0
-    trainer, run, calls = _trainer(tmp_path, algo, [saturated, mixed])
+    trainer, run, calls = _trainer(tmp_path, algo, [saturated, mixed], share_prompts=share_prompts)
     trainer.train()
     assert calls == [1]
+    # one micro-batch of the step's 8 episodes (each group's prompt run once), or 8 of one
+    assert (trainer.args.per_device_train_batch_size, trainer.args.gradient_accumulation_steps) == ((8, 1) if share_prompts else (1, 8))
+    assert [len(batch["advantages"]) for batch in trainer._buffered_inputs] == ([8] if share_prompts else [1] * 8)
     got = _stepped_advantages(trainer)
     settings = CareSettings()
     want = list(score_group(saturated, algo, settings).advantages)
@@ -231,3 +234,43 @@ def test_the_completion_logps_equal_trls_own_and_ignore_left_padding(tmp_path):
     assert ours.shape == theirs.shape == (1, 3)
     assert torch.allclose(ours, theirs, atol=1e-4) and torch.allclose(our_entropy, their_entropy, atol=1e-3)
     assert torch.allclose(padded, ours, atol=1e-5)  # the same positions as the rollout's, padding or not
+
+
+def test_a_shared_prompt_runs_once_for_the_same_logps_and_gradient_as_a_pass_per_episode(tmp_path):
+    import torch
+    from trl import GRPOTrainer
+
+    trainer, _, _ = _trainer(tmp_path, Algo.care, [])
+    model = trainer.model
+    first, second = [1, 17, 230, 45, 99, 1200], [1, 88, 5, 641]
+    rows = [(first, [31, 77, 2]), (second, [9, 10, 11, 12]), (first, [31, 400, 401, 402, 2])]  # rows 0 and 2 share a prompt
+    width, keep = max(len(p) for p, _ in rows), max(len(c) for _, c in rows)
+    ids = torch.tensor([[0] * (width - len(p)) + p + c + [0] * (keep - len(c)) for p, c in rows])  # TRL's layout
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * (len(p) + len(c)) + [0] * (keep - len(c)) for p, c in rows])
+    seen: list[int] = []
+    embed = model.get_input_embeddings().register_forward_pre_hook(lambda _, args: seen.append(args[0].numel()))
+    try:
+        ours, our_entropy, _ = grpo.completion_logps(model, ids, mask, keep, None, True)
+    finally:
+        embed.remove()
+    assert sum(seen) == (len(first) - 1) + (len(second) - 1) + sum(len(c) for _, c in rows)  # each prompt once
+    lora = [p for n, p in model.named_parameters() if p.requires_grad]
+    valid = torch.tensor([[1.0] * len(c) + [0.0] * (keep - len(c)) for _, c in rows])
+    ours_grad = torch.autograd.grad((ours * valid).sum(), lora)
+    assert not (ours * (1 - valid)).any() and not (our_entropy * (1 - valid)).any()  # padding: 0, as TRL masks it
+
+    theirs, their_entropy = [], []
+    for prompt, completion in rows:  # TRL's own pass, one unpadded episode at a time
+        row = torch.tensor([prompt + completion])
+        lp, ent, _ = GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, row, torch.ones_like(row), len(completion),
+                                                                compute_entropy=True)
+        theirs.append(lp[0])
+        their_entropy.append(ent[0])
+    their_grad = torch.autograd.grad(sum(t.sum() for t in theirs), lora)
+    for k, (_, completion) in enumerate(rows):
+        assert torch.allclose(ours[k, :len(completion)], theirs[k], atol=1e-4)
+        assert torch.allclose(our_entropy[k, :len(completion)], their_entropy[k], atol=1e-3)
+    # float32 rounding of another order of sums: ~1e-4 of the norm; leaving out the path through the
+    # shared keys and values (a detached cache) would be ~0.27 of it here
+    ours_flat, their_flat = (torch.cat([g.flatten() for g in grads]) for grads in (ours_grad, their_grad))
+    assert float(their_flat.norm()) > 0 and float((ours_flat - their_flat).norm() / their_flat.norm()) < 1e-3
