@@ -73,7 +73,7 @@ def main() -> None:
                       lambda _instances, _step: RolloutResult(groups, Progress(), "c", 0.0))
         trainer = grpo.grpo_trainer(model, tokenizer, [t.id for t in instances], options, work / "w",
                                     {"use_cpu": True, "bf16": False}, None, run, rl._rollout_func(run), False, [],
-                                    micro_batch=8 if mode == "shared" else 1)
+                                    micro_batch=options.group * options.tasks_per_step if mode == "shared" else 1)
         if mode == "fused":  # TRL's own pass, bound back onto this instance
             from trl import GRPOTrainer
 
