@@ -226,7 +226,9 @@ def main() -> None:
         "commands": commands,
         "script": "python benchmarks/bench_care_vs_grpo.py " + shlex.join(sys.argv[1:]),
         "hardware": _hardware(),
-        "wall_s": round(time.monotonic() - started, 1),
+        # this invocation only: a resumed run skips what earlier ones did (each release's own training
+        # time is its train.rollout_seconds and train.update_seconds)
+        "invocation_wall_s": round(time.monotonic() - started, 1),
     }
     care, grpo = result["care"], result["grpo"]
     if grpo["output_tokens_per_episode"]:
@@ -237,8 +239,11 @@ def main() -> None:
         fresh["care_output_tokens_vs_grpo"] = fresh["care"]["output_tokens_per_episode"] / fresh["grpo"]["output_tokens_per_episode"] - 1
         fresh["care_success_minus_grpo_points"] = 100 * (fresh["care"]["success"] - fresh["grpo"]["success"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    # the file is committed: the work folder is named $WORK, not where this machine put it
-    text = json.dumps(result, indent=2).replace(str(args.work.resolve()), "$WORK").replace(str(args.work), "$WORK")
+    # the file is committed: the work folder and the file itself are named $WORK and $OUT, not where
+    # this machine put them
+    text = json.dumps(result, indent=2)
+    for path, name in ((args.out, "$OUT"), (args.work, "$WORK")):
+        text = text.replace(str(path.resolve()), name).replace(str(path), name)
     args.out.write_text(text + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("care_output_tokens_vs_grpo", "care_success_minus_grpo_points") if k in result}))
     for where, rows in (("held-out", result), ("fresh-seed", result.get("fresh_seeds"))):
