@@ -21,6 +21,16 @@ import pytest
 from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
 
+# Under pytest-xdist (`-n auto`, as the README runs the suite) the workers share the cores: each
+# one, and every process it starts (CLI runs, serve, Ray hosts), computes with its share of them.
+# Two torch processes that each take every core slow each other down many times over. Set before
+# anything imports torch; a value the user gave is kept.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+if _WORKERS > 1:
+    _SHARE = str(max(1, len(os.sched_getaffinity(0)) // _WORKERS))
+    os.environ.setdefault("PLANNER_AGENT_THREADS", _SHARE)
+    os.environ.setdefault("OMP_NUM_THREADS", _SHARE)
+
 # A suite started in the background (`pytest ... &` in a script, nohup) inherits SIGINT ignored,
 # and so would every CLI the Ctrl-C tests start: they would send a signal nobody hears. Python
 # installs its Ctrl-C handler only where SIGINT is not ignored at start, so the suite's own
@@ -111,3 +121,18 @@ def _private_user_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     """Trajectories, memory profiles and other user data go to a temporary folder, never to the
     real user's (subprocesses inherit it)."""
     monkeypatch.setenv("PLANNER_AGENT_HOME", str(tmp_path_factory.mktemp("home")))
+
+
+# Every module is one xdist group (`--dist loadgroup`): its tests run on one worker, so its module
+# fixtures (a collected store, a trained release, a browser) are made once; the Ray package is one
+# group, so a run starts one local Ray cluster, not one a worker. A test's own group mark wins.
+RAY_TESTS = "tests/planner_runtime/ray/"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = item.nodeid.split("::", 1)[0]
+            item.add_marker(pytest.mark.xdist_group("ray" if module.startswith(RAY_TESTS) else module))
+

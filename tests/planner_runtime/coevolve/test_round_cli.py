@@ -28,7 +28,7 @@ TASKS = ["payments.balance", "files.read_booking_code"]  # a train and a test te
 
 
 def _cli(*args: str, home: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PLANNER_AGENT_HOME": str(home), "PLANNER_AGENT_THREADS": "2"}
+    env = {**os.environ, "PLANNER_AGENT_HOME": str(home), "PLANNER_AGENT_THREADS": os.environ.get("PLANNER_AGENT_THREADS", "2")}
     return subprocess.run([sys.executable, "-m", "planner_runtime.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 

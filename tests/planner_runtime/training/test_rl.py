@@ -82,7 +82,7 @@ def _trainer(tmp_path: Path, algo: Algo, outcomes, *, group: int = 4, share_prom
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     from peft import LoraConfig
 
-    options = rl.RlOptions(algo=algo, group=group, steps=1, tasks_per_step=2, threads=2, share_prompts=share_prompts)
+    options = rl.RlOptions(algo=algo, group=group, steps=1, tasks_per_step=2, share_prompts=share_prompts)
     instances = rl.schedule([TASKS["clock.set_alarm"], TASKS["clock.disable_alarm_gui"]], options)
     rollout, calls = _fixed_rollouts(outcomes)
     run = rl._Run(options, options.care, None, {t.id: t for t in instances}, tmp_path, rollout)
@@ -164,7 +164,7 @@ def test_rl_on_virtual_phones_checkpoints_resumes_without_rerunning_rollouts_and
             raise KeyboardInterrupt
 
     home = tmp_path / "home"
-    options = rl.RlOptions(group=2, steps=2, tasks_per_step=1, episode_steps=3, save_steps=1, devices=2, threads=2)
+    options = rl.RlOptions(group=2, steps=2, tasks_per_step=1, episode_steps=3, save_steps=1, devices=2)
     templates = [TASKS["food.order_dish"]]  # random parameters: each step its own instance
     expected = [t.id for t in rl.schedule(templates, options)]
     assert len(set(expected)) == 2
