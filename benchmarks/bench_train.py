@@ -23,7 +23,13 @@ configuration can pass 100% of this floor).
 what it saves in peak RSS; ``--longest`` takes the train templates whose demos make the longest
 sequences (up to 4,096 tokens, 2,500 of them after the system turn) and only the frozen system turn.
 
-    python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N] [--quick | --longest] [--activation-tokens N]
+Each configuration runs as ``train sft`` does, with glibc's mmap threshold held at 1 MiB (freed
+activations go back to the system: :mod:`planner_runtime.planners.local.heap`). ``--heap`` instead
+times the first configuration three ways, side by side: that threshold, the threshold with torch's
+huge-page allocations (``THP_MEM_ALLOC_ENABLE=1``), and glibc's own default, with the page faults
+of a step and the peak RSS of each: what returning the memory costs in time.
+
+    python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N] [--quick | --longest | --heap] [--activation-tokens N]
 """
 
 from __future__ import annotations
@@ -78,10 +84,18 @@ def trajectories(store_path: Path, tasks: int, longest: bool = False, tokenizer=
     return store, played
 
 
+HEAPS = {"threshold": "mmap threshold at 1 MiB (train sft)", "thp": "threshold, torch huge pages", "default": "glibc default"}
+
+
 def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True, frozen_system: bool = False,  # noqa: ANN001
-               threads: int = 2, activation_tokens: int | None = None) -> tuple[float, int, float]:
-    """Seconds per optimizer step (median after one warm-up), tokens per step, and the peak RSS
-    (MiB) of the process; call it in a process of its own (:func:`isolated`)."""
+               threads: int = 2, activation_tokens: int | None = None, heap: str = "threshold") -> tuple[float, int, float, float]:
+    """Seconds per optimizer step (median after one warm-up), tokens per step, the peak RSS (MiB)
+    of the process and its page faults a step (median); call it in a process of its own
+    (:func:`isolated`), with ``THP_MEM_ALLOC_ENABLE`` in its environment for the ``thp`` heap."""
+    from planner_runtime.planners.local.heap import return_large_blocks
+
+    if heap != "default":
+        return_large_blocks()
     import torch
 
     torch.set_num_threads(threads)
@@ -93,9 +107,11 @@ def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True, fr
     class Clock(TrainerCallback):
         def __init__(self) -> None:
             self.marks: list[float] = []
+            self.faults: list[int] = []
 
         def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
             self.marks.append(time.perf_counter())
+            self.faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
     base = ensure_embedded_model()
     tokenizer = AutoTokenizer.from_pretrained(base)
@@ -109,18 +125,30 @@ def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True, fr
     trainer.train()
     marks = [started, *clock.marks]
     per_step = statistics.median(b - a for a, b in zip(marks[1:], marks[2:]))
+    faults = statistics.median(b - a for a, b in zip(clock.faults, clock.faults[1:]))
     tokens = statistics.mean(len(s.input_ids) for s in rows.sequences[: steps + 1])
     del torch
-    return per_step, int(tokens), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return per_step, int(tokens), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, faults
 
 
-def isolated(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
-    """``fn(*args, **kwargs)`` in a fresh process: its memory peak is its own."""
+def isolated(fn, *args, env: dict[str, str] | None = None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+    """``fn(*args, **kwargs)`` in a fresh process, started with ``env`` added to this one's
+    environment: its memory peak is its own, and what a library reads at start-up is set."""
     import multiprocessing
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(fn, *args, **kwargs).result()
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return pool.submit(fn, *args, **kwargs).result()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def main() -> None:
@@ -129,6 +157,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="only the default and the frozen system turn, side by side")
+    parser.add_argument("--heap", action="store_true",
+                        help="only the first configuration, with the mmap threshold, with torch huge pages too, and with glibc's default")
     parser.add_argument("--longest", action="store_true",
                         help="the demos of the --tasks train templates with the longest sequences, and only the frozen system turn")
     parser.add_argument("--activation-tokens", type=int, default=None,
@@ -167,18 +197,22 @@ def main() -> None:
             configs = [configs[1]]
         if bound:
             configs.append((f"{configs[-1][0]}, --activation-tokens {bound}", *configs[-1][1:5], bound))
+        runs = [(*c, "threshold") for c in configs]
+        if args.heap:
+            runs = [(f"{configs[0][0]}, {HEAPS[h]}", *configs[0][1:], h) for h in HEAPS]
         floors = {d: gemm_flops(torch, d) for d in {c[1] for c in configs}}
         for d, f in floors.items():
             print(f"GEMM floor {str(d).removeprefix('torch.')}: {f / 1e9:.0f} GFLOP/s")
-        for label, dtype, rendering, kept, frozen, activation_tokens in configs:
+        for label, dtype, rendering, kept, frozen, activation_tokens, heap in runs:
             rows = data.build(chosen, tokenizer, rendering=rendering)
-            work = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("'", "").replace("-", "")
-            per_step, tokens, rss = isolated(time_steps, rows, dtype, args.steps, work, kept_logits=kept,
-                                             frozen_system=frozen, threads=threads, activation_tokens=activation_tokens)
+            work = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("'", "").replace("-", "").replace("(", "").replace(")", "")
+            per_step, tokens, rss, faults = isolated(
+                time_steps, rows, dtype, args.steps, work, kept_logits=kept, frozen_system=frozen, threads=threads,
+                activation_tokens=activation_tokens, heap=heap, env={"THP_MEM_ALLOC_ENABLE": "1"} if heap == "thp" else None)
             rate = tokens / per_step
             print(f"{label}: {per_step:.2f} s/step, {tokens} tokens/step, {rate:.0f} tokens/s, "
                   f"{rate * 4 * params / floors[dtype]:.0%} of the {str(dtype).removeprefix('torch.')} GEMM floor, "
-                  f"peak RSS {rss:.0f} MiB", flush=True)
+                  f"peak RSS {rss:.0f} MiB, {faults / 1000:.0f}k page faults/step", flush=True)
         store.close()
 
 
