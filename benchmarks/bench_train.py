@@ -27,7 +27,8 @@ Each configuration runs as ``train sft`` does, with glibc's mmap threshold held 
 activations go back to the system: :mod:`planner_runtime.planners.local.heap`). ``--heap`` instead
 times the first configuration three ways, side by side: that threshold, the threshold with torch's
 huge-page allocations (``THP_MEM_ALLOC_ENABLE=1``), and glibc's own default, with the page faults
-of a step and the peak RSS of each: what returning the memory costs in time.
+of a step and the peak RSS of each: what returning the memory costs in time (torch's huge pages
+only in the ``thp`` run, whatever this shell's environment says).
 
     python benchmarks/bench_train.py [--tasks 12] [--steps 4] [--threads N] [--quick | --longest | --heap] [--activation-tokens N]
 """
@@ -35,6 +36,8 @@ of a step and the peak RSS of each: what returning the memory costs in time.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import resource
 import statistics
 import tempfile
@@ -131,24 +134,24 @@ def time_steps(rows, dtype, steps: int, work: Path, kept_logits: bool = True, fr
     return per_step, int(tokens), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, faults
 
 
-def isolated(fn, *args, env: dict[str, str] | None = None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
-    """``fn(*args, **kwargs)`` in a fresh process, started with ``env`` added to this one's
-    environment: its memory peak is its own, and what a library reads at start-up is set."""
+def _set_environ(env: dict[str, str | None]) -> None:
+    """Set (a value) or unset (None) these variables in this process."""
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def isolated(fn, *args, env: dict[str, str | None] | None = None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+    """``fn(*args, **kwargs)`` in a fresh process, its environment changed by ``env`` before
+    ``fn`` imports anything: its memory peak is its own."""
     import multiprocessing
-    import os
     from concurrent.futures import ProcessPoolExecutor
 
-    saved = {k: os.environ.get(k) for k in env or {}}
-    os.environ.update(env or {})
-    try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            return pool.submit(fn, *args, **kwargs).result()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_set_environ, initargs=(env or {},)) as pool:
+        return pool.submit(fn, *args, **kwargs).result()
 
 
 def main() -> None:
@@ -205,10 +208,10 @@ def main() -> None:
             print(f"GEMM floor {str(d).removeprefix('torch.')}: {f / 1e9:.0f} GFLOP/s")
         for label, dtype, rendering, kept, frozen, activation_tokens, heap in runs:
             rows = data.build(chosen, tokenizer, rendering=rendering)
-            work = Path(tmp) / label.replace(" ", "_").replace(",", "").replace("'", "").replace("-", "").replace("(", "").replace(")", "")
+            work = Path(tmp) / re.sub(r"\W+", "_", label)
             per_step, tokens, rss, faults = isolated(
                 time_steps, rows, dtype, args.steps, work, kept_logits=kept, frozen_system=frozen, threads=threads,
-                activation_tokens=activation_tokens, heap=heap, env={"THP_MEM_ALLOC_ENABLE": "1"} if heap == "thp" else None)
+                activation_tokens=activation_tokens, heap=heap, env={"THP_MEM_ALLOC_ENABLE": "1" if heap == "thp" else None})
             rate = tokens / per_step
             print(f"{label}: {per_step:.2f} s/step, {tokens} tokens/step, {rate:.0f} tokens/s, "
                   f"{rate * 4 * params / floors[dtype]:.0%} of the {str(dtype).removeprefix('torch.')} GEMM floor, "

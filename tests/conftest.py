@@ -21,7 +21,7 @@ import pytest
 from device_farm.adb.server import AdbServer
 from device_farm.virtual import VirtualPhone
 
-# Under pytest-xdist (`-n auto`, as the README runs the suite) the workers share the cores: each
+# Under pytest-xdist (`-n auto`, the README's parallel option) the workers share the cores: each
 # one, and every process it starts (CLI runs, serve, Ray hosts), computes with its share of them.
 # Two torch processes that each take every core slow each other down many times over. Set before
 # anything imports torch; a value the user gave is kept.
@@ -135,4 +135,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("xdist_group") is None:
             module = item.nodeid.split("::", 1)[0]
             item.add_marker(pytest.mark.xdist_group("ray" if module.startswith(RAY_TESTS) else module))
-
